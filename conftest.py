@@ -1,0 +1,22 @@
+"""Repository-wide pytest setup: the hypothesis profile for this run.
+
+The ``eagle3_contracts`` pytest plugin registers the ``dev``, ``ci`` and ``gpu`` profiles without
+loading one; this repository loads ``ci`` unless ``EAGLE3_HYPOTHESIS_PROFILE`` names another
+(or ``--hypothesis-profile`` is passed, which wins).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("hypothesis_profile", default=None):
+        return
+    from hypothesis import settings
+
+    name = os.environ.get("EAGLE3_HYPOTHESIS_PROFILE", "ci")
+    if name in settings._profiles:  # registered by eagle3_contracts.pytest_plugin
+        settings.load_profile(name)

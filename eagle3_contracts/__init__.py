@@ -1,0 +1,65 @@
+"""eagle3-contracts: make the hidden-state wiring of EAGLE-3 speculative decoding provably right.
+
+Public API (torch-using names are imported lazily, so config checking never pays for torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .contract import CaptureContract, Segment
+from .errors import ConfigError, ContractError, ContractViolation, DumpError
+from .layer_ids import EMBEDDING, from_boundary, from_hf_index, to_boundary, to_hf_index
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; resolved on first access.
+_LAZY: dict[str, str] = {
+    "conventions": "eagle3_contracts.conventions",
+    "to_canonical": "eagle3_contracts.conventions",
+    "from_canonical": "eagle3_contracts.conventions",
+    "resolve": "eagle3_contracts.plan",
+    "compare": "eagle3_contracts.plan",
+    "CapturePlan": "eagle3_contracts.plan",
+    "capture_hidden_states": "eagle3_contracts.capture",
+    "identify_segments": "eagle3_contracts.identify",
+    "verify_capture": "eagle3_contracts.verify",
+}
+
+__all__ = [
+    "EMBEDDING",
+    "CaptureContract",
+    "ConfigError",
+    "ContractError",
+    "ContractViolation",
+    "DumpError",
+    "Segment",
+    "from_boundary",
+    "from_hf_index",
+    "to_boundary",
+    "to_hf_index",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name])
+        value = module if module.__name__.rsplit(".", 1)[-1] == name else getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'eagle3_contracts' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import conventions
+    from .capture import capture_hidden_states
+    from .conventions import from_canonical, to_canonical
+    from .identify import identify_segments
+    from .plan import CapturePlan, compare, resolve
+    from .verify import verify_capture

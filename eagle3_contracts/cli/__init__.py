@@ -1,0 +1,75 @@
+"""``eagle3-contracts`` command line.
+
+Each subcommand is a module in this package defining ``COMMAND`` (its name), ``HELP`` (one
+line), ``add_arguments(parser)`` and ``run(args) -> int``. Modules are discovered, so adding a
+subcommand touches no shared file. Subcommand modules import torch lazily, inside ``run``.
+
+Exit codes: 0 all good, 1 a mismatch/violation found, 2 bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from ..errors import Eagle3ContractsError
+
+PROG = "eagle3-contracts"
+
+
+class UsageError(Eagle3ContractsError, ValueError):
+    """Bad command-line usage."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors raise instead of printing a multi-line usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _subcommands() -> list[ModuleType]:
+    modules = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(module, "COMMAND") and hasattr(module, "run"):
+            modules.append(module)
+    return modules
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Check that an EAGLE-3 drafter is fed the target layers it was trained on.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for module in _subcommands():
+        p = sub.add_parser(module.COMMAND, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (also used by the console script)."""
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args._run(args))
+    except (Eagle3ContractsError, ValueError, OSError) as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:  # pragma: no cover - thin wrapper
+    sys.exit(main())
