@@ -30,16 +30,24 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "EMBEDDING",
     "CaptureContract",
+    "CapturePlan",
     "ConfigError",
     "ContractError",
     "ContractViolation",
     "DumpError",
     "Segment",
+    "capture_hidden_states",
+    "compare",
+    "conventions",
     "from_boundary",
+    "from_canonical",
     "from_hf_index",
+    "identify_segments",
+    "resolve",
     "to_boundary",
+    "to_canonical",
     "to_hf_index",
-    *_LAZY,
+    "verify_capture",
 ]
 
 

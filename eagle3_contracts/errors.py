@@ -28,7 +28,9 @@ class ConfigError(Eagle3ContractsError, ValueError):
     ``source`` is the file path (or ``"<dict>"``), ``field`` the JSON path at fault.
     """
 
-    def __init__(self, message: str, *, source: str | None = None, field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, source: str | None = None, field: str | None = None
+    ) -> None:
         prefix = f"{source}: " if source else ""
         super().__init__(prefix + message)
         self.source = source
