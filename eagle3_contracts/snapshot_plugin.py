@@ -1,0 +1,1 @@
+"""pytest plugin for golden snapshots (goldens work fills this)."""
