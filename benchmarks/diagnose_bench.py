@@ -1,0 +1,238 @@
+"""Peak memory and time per layer: streaming ``identify_segments`` vs keeping every state.
+
+Two approaches identify the same 3 captured segments of a synthetic 61-layer target, side by
+side in one run, each in a fresh subprocess (so one's allocations cannot hide the other's):
+
+* ``streaming``: ``eagle3_contracts.identify.identify_segments`` (hooks; keeps the k captured
+  segments and O(1) full-width states);
+* ``all_states``: the ``output_hidden_states`` approach: keep all L+1 residual-stream states,
+  then compare every segment with every state.
+
+Memory is the resident-set high-water mark *above the loaded model and the captured tensor*:
+each worker builds the model and the capture, resets the kernel's peak-RSS counter
+(``/proc/self/clear_refs`` = 5, Linux >= 4.0), runs its approach, and reads ``VmHWM - VmRSS``.
+torch CPU tensors live in malloc'd memory, which this counts (tracemalloc would not).
+
+A 61-layer x 7168 bf16 synthetic target holds 25 B parameters (50 GB), more than this
+machine's 24 GB, so the headline run shares weights round-robin between ``--weight-groups``
+distinct layer weight sets (every layer is still a distinct module with its own hooks and its
+own states; weights are not what is measured). ``--scaling`` adds runs with fully distinct
+weights at smaller hidden sizes, showing the ratio does not depend on weight sharing or width.
+
+    python benchmarks/diagnose_bench.py                      # the headline + scaling table
+    python benchmarks/diagnose_bench.py --hidden 1024 --scaling ""   # one quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LAYER_IDS = (2, 30, 58)
+
+
+def _status_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _build(layers: int, hidden: int, dtype_name: str, groups: int, seed: int):
+    import torch
+
+    from eagle3_contracts.models import SyntheticConfig, SyntheticTarget, build_synthetic
+
+    dtype = getattr(torch, dtype_name)
+    if groups <= 0 or groups >= layers:
+        return build_synthetic(SyntheticConfig(layers, hidden, seed=seed), dtype=dtype)
+    small = build_synthetic(SyntheticConfig(groups, hidden, seed=seed), dtype=dtype)
+    with torch.device("meta"):
+        big = SyntheticTarget(SyntheticConfig(layers, hidden, seed=seed))
+    for i, layer in enumerate(big.layers):  # assign=True: share storage, no copy
+        layer.load_state_dict(small.layers[i % groups].state_dict(), assign=True)
+    big.embed_tokens.load_state_dict(small.embed_tokens.state_dict(), assign=True)
+    big.norm.load_state_dict(small.norm.state_dict(), assign=True)
+    return big.eval().requires_grad_(False)
+
+
+def _all_states(model, captured, input_ids, hidden: int) -> tuple[int | None, ...]:
+    """The output_hidden_states approach: hold all L+1 states, then compare."""
+    import torch
+
+    with torch.no_grad():
+        state = model.enter(input_ids)
+        states = [model.stream(state)]
+        for i in range(len(model.layers)):
+            state = model.run_layer(i, state)
+            states.append(model.stream(state))
+        found: list[int | None] = []
+        for j in range(captured.shape[-1] // hidden):
+            seg = captured[..., j * hidden : (j + 1) * hidden].float()
+            errors = [
+                ((seg - s.float()).norm() / s.float().norm().clamp_min(1e-12)).item()
+                for s in states
+            ]
+            best = min(range(len(errors)), key=errors.__getitem__)
+            found.append(best - 1 if errors[best] < 3e-2 else None)
+    return tuple(found)
+
+
+def worker(args: argparse.Namespace) -> None:
+    import gc
+
+    import torch
+
+    from eagle3_contracts.capture import capture_hidden_states
+    from eagle3_contracts.identify import identify_segments
+
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    model = _build(args.layers, args.hidden, args.dtype, args.weight_groups, args.seed)
+    g = torch.Generator().manual_seed(args.seed)
+    input_ids = torch.randint(0, model.config.vocab_size, (1, args.tokens), generator=g)
+    captured = capture_hidden_states(model, input_ids, LAYER_IDS)
+    build_s = time.perf_counter() - t0
+    gc.collect()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        method = "VmHWM after clear_refs=5"
+    except OSError:
+        method = "VmHWM since process start (clear_refs unavailable: upper bound)"
+    base_kb = _status_kb("VmRSS")
+    t0 = time.perf_counter()
+    if args.worker == "streaming":
+        ident = identify_segments(captured, model, input_ids, hidden_size=args.hidden)
+        found = ident.layer_ids
+    else:
+        found = _all_states(model, captured, input_ids, args.hidden)
+    seconds = time.perf_counter() - t0
+    peak_kb = _status_kb("VmHWM")
+    print(
+        json.dumps(
+            {
+                "approach": args.worker,
+                "peak_above_base_bytes": (peak_kb - base_kb) * 1024,
+                "base_rss_bytes": base_kb * 1024,
+                "seconds": seconds,
+                "seconds_per_layer": seconds / args.layers,
+                "setup_seconds": build_s,
+                "found": list(found),
+                "method": method,
+            }
+        )
+    )
+
+
+def _run_worker(approach: str, args: argparse.Namespace, hidden: int, groups: int) -> dict:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        approach,
+        "--layers",
+        str(args.layers),
+        "--hidden",
+        str(hidden),
+        "--tokens",
+        str(args.tokens),
+        "--dtype",
+        args.dtype,
+        "--weight-groups",
+        str(groups),
+        "--threads",
+        str(args.threads),
+        "--seed",
+        str(args.seed),
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{approach} worker failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _mb(n: float) -> str:
+    return f"{n / 2**20:8.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--worker", choices=("streaming", "all_states"), help=argparse.SUPPRESS)
+    p.add_argument("--layers", type=int, default=61)
+    p.add_argument("--hidden", type=int, default=7168)
+    p.add_argument("--tokens", type=int, default=128)
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument(
+        "--weight-groups",
+        type=int,
+        default=4,
+        help="distinct layer weight sets for the headline run (0: all distinct)",
+    )
+    p.add_argument(
+        "--scaling",
+        default="1024,2048",
+        help="comma-separated hidden sizes run with all-distinct weights ('' for none)",
+    )
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="PATH", help="also write the rows as JSON here")
+    args = p.parse_args(argv)
+    if args.worker:
+        worker(args)
+        return 0
+
+    configs = [(args.hidden, args.weight_groups)]
+    configs += [(int(h), 0) for h in args.scaling.split(",") if h.strip()]
+    print(
+        f"synthetic target: {args.layers} layers, {args.dtype}, {args.tokens} tokens, "
+        f"ids {list(LAYER_IDS)}, torch threads {args.threads}, cpus {os.cpu_count()}"
+    )
+    header = (
+        f"{'hidden':>6} {'weights':>14} {'approach':>11} {'peak MB':>8} {'s/layer':>8} "
+        f"{'ratio':>6}  found"
+    )
+    print(header)
+    rows = []
+    for hidden, groups in configs:
+        weights = f"{groups} shared sets" if groups else "all distinct"
+        res = {a: _run_worker(a, args, hidden, groups) for a in ("all_states", "streaming")}
+        ratio = res["streaming"]["peak_above_base_bytes"] / max(
+            res["all_states"]["peak_above_base_bytes"], 1
+        )
+        state_bytes = args.tokens * hidden * (2 if args.dtype in ("bfloat16", "float16") else 4)
+        for a in ("all_states", "streaming"):
+            r = res[a]
+            print(
+                f"{hidden:>6} {weights:>14} {a:>11} {_mb(r['peak_above_base_bytes'])} "
+                f"{r['seconds_per_layer']:8.3f} {ratio if a == 'streaming' else 1.0:6.3f}  "
+                f"{r['found']}"
+            )
+        rows.append(
+            {
+                "hidden": hidden,
+                "weights": weights,
+                "one_state_mb": state_bytes / 2**20,
+                "all_states": res["all_states"],
+                "streaming": res["streaming"],
+                "ratio": ratio,
+            }
+        )
+    print(f"memory method: {rows[0]['streaming']['method']}")
+    print(
+        "ratio = streaming peak / all_states peak (target <= 0.25); one state = tokens x hidden "
+        "x dtype bytes: " + ", ".join(f"{r['hidden']}: {r['one_state_mb']:.2f} MB" for r in rows)
+    )
+    ok = all(r["ratio"] <= 0.25 and r["streaming"]["found"] == list(LAYER_IDS) for r in rows)
+    print(f"target met: {ok}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""``eagle3-contracts check``: which target layers each system feeds a drafter, vs training.
+
+Exit 0 when every serving system feeds what the drafter was trained on (and the drafter is
+coherent), 1 on any mismatch or an ambiguous reading, 2 on bad input. ``--json`` prints
+``CheckReport.to_dict()`` (``schema_version`` 1). torch is never imported unless ``--weights``
+needs d2t/t2d values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+COMMAND = "check"
+HELP = "show which target layers each trainer/engine feeds a drafter, and what fixes a mismatch"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "draft", nargs="?", metavar="DRAFT", help="the drafter's config.json (as trained)"
+    )
+    parser.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
+    parser.add_argument("--num-layers", type=int, metavar="N", help="target depth (no --target)")
+    parser.add_argument("--hidden-size", type=int, metavar="H", help="target width (no --target)")
+    parser.add_argument(
+        "--trained-with",
+        metavar="SYSTEM",
+        help="the trainer's convention (e.g. specforge); without it both readings are shown",
+    )
+    parser.add_argument(
+        "--serve-with",
+        action="append",
+        default=[],
+        metavar="SYSTEM",
+        help="a serving convention (repeatable, or comma-separated; default: every engine); "
+        "'framework==version' names a release, e.g. sglang==0.5.23",
+    )
+    parser.add_argument(
+        "--serve-config",
+        action="append",
+        default=[],
+        metavar="CONFIG",
+        help="a different draft config served in place of DRAFT (repeatable)",
+    )
+    parser.add_argument("--weights", metavar="W", help="drafter .safetensors file or directory")
+    parser.add_argument("--pp-size", type=int, metavar="S", help="serving pipeline stages")
+    parser.add_argument(
+        "--pp-partition", metavar="a,b,c", help="explicit layers per pipeline stage"
+    )
+    parser.add_argument("--example", metavar="NAME", help="use an embedded example (kimi-k2.5)")
+    parser.add_argument("--list", action="store_true", help="list conventions and examples")
+    parser.add_argument("--json", action="store_true", help="print the stable JSON report")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import conventions, examples
+    from ..report import check_drafter
+    from . import UsageError
+
+    if args.list:
+        for name in conventions.names():
+            print(conventions.get(name).summary())
+        print("examples: " + ", ".join(examples.names()))
+        return 0
+    draft, target, trained_with = args.draft, args.target, args.trained_with
+    served = list(args.serve_config)
+    serve_with = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
+    if args.example:
+        if draft or target:
+            raise UsageError("--example replaces DRAFT and --target; give one or the other")
+        manifest = examples.manifest(args.example)
+        draft, *more = manifest["drafts"]
+        served = more + served
+        target = manifest["target"]
+        trained_with = trained_with or manifest.get("trained_with")
+        title = f"example {args.example}: {manifest['description']}"
+    else:
+        title = None
+    if not draft:
+        raise UsageError("DRAFT is required (or --example NAME; --list shows the examples)")
+    report = check_drafter(
+        draft,
+        target=target,
+        num_layers=args.num_layers,
+        hidden_size=args.hidden_size,
+        trained_with=trained_with,
+        serve_with=tuple(serve_with),
+        weights=args.weights,
+        served_configs=tuple(served),
+        pp_size=args.pp_size,
+        pp_partition=args.pp_partition,
+        title=title,
+    )
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.render_text())
+    return report.exit_code

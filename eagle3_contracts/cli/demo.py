@@ -1,0 +1,28 @@
+"""``eagle3-contracts demo``: the Kimi-K2.5 story, replayed on a tiny DeepSeek-V3-shaped model."""
+
+from __future__ import annotations
+
+import argparse
+
+COMMAND = "demo"
+HELP = (
+    "Replay the Kimi-K2.5 story on a tiny random-init DeepSeek-V3-shaped model: a shapes-only "
+    "check passes, the diagnosis names the real fault (exit 0 when it behaves as scripted)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="keep the dumps, config.json and contract.json here (default: a temp dir, deleted)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..demo import run_demo
+
+    result = run_demo(out_dir=args.out)
+    print(result.render_text())
+    return result.exit_code

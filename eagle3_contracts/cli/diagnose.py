@@ -1,0 +1,117 @@
+"""``eagle3-contracts diagnose``: which target layer is each segment of a hidden-state dump?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+COMMAND = "diagnose"
+HELP = (
+    "Re-run the target on a dump's tokens, identify the layer each captured segment really "
+    "is, and check it against the dump's claim, a contract, or a second (serving) dump."
+)
+
+DEFAULT_SEED = 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dump",
+        action="append",
+        required=True,
+        metavar="D",
+        help="a .safetensors dump (eagle3_contracts.dump.write_dump); give two for training "
+        "then serving",
+    )
+    parser.add_argument(
+        "--target",
+        required=True,
+        metavar="MODEL",
+        help="a local Hugging Face directory with *.safetensors weights, or a config.json "
+        "(random-init model; see --seed)",
+    )
+    expect = parser.add_mutually_exclusive_group()
+    expect.add_argument(
+        "--contract", metavar="C.json", help="check against this CaptureContract JSON"
+    )
+    expect.add_argument(
+        "--ids",
+        metavar="2,30,58",
+        help="check against these claimed ids (needs --convention) instead of the dumps' own",
+    )
+    parser.add_argument(
+        "--convention",
+        metavar="NAME",
+        help="convention of --ids: 'canonical' or a registry name (sglang, specforge, ...)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=f"seed of a random-init target built from a config.json (default {DEFAULT_SEED})",
+    )
+    parser.add_argument(
+        "--rtol",
+        type=float,
+        default=None,
+        help="relative-error tolerance of a match (default: by dtype, reported)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _parse_ids(text: str) -> tuple[int, ...]:
+    from . import UsageError
+
+    try:
+        ids = tuple(int(part) for part in text.replace(" ", "").split(",") if part != "")
+    except ValueError:
+        raise UsageError(
+            f"--ids must be comma-separated integers like 2,30,58, got {text!r}"
+        ) from None
+    if not ids:
+        raise UsageError("--ids is empty; give comma-separated layer ids like 2,30,58")
+    return ids
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..contract import CaptureContract
+    from ..diagnose import diagnose
+    from ..dump import read_dump
+    from ..targets import load_target
+    from . import UsageError
+
+    if len(args.dump) > 2:
+        raise UsageError(f"give one --dump, or two (training, serving); got {len(args.dump)}")
+    if args.ids is not None and not args.convention:
+        raise UsageError("--ids needs --convention (e.g. canonical, sglang, specforge)")
+    if args.convention and args.ids is None:
+        raise UsageError(
+            "--convention applies to --ids; a dump's own convention is in its metadata"
+        )
+    ids = _parse_ids(args.ids) if args.ids is not None else None
+    contract = None
+    if args.contract:
+        contract = CaptureContract.from_json(Path(args.contract).read_text())
+    dumps = [read_dump(p) for p in args.dump]  # validate every dump before the model loads
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    notes = []
+    target = load_target(args.target, seed=seed)
+    if target.random_init and args.seed is None:
+        notes.append(f"--seed not given: the default seed {DEFAULT_SEED} applied")
+    report = diagnose(
+        dumps,
+        target,
+        contract=contract,
+        claim_ids=ids,
+        claim_convention=args.convention,
+        contract_source=f"contract {args.contract}",
+        claim_source=f"--ids {args.ids} --convention {args.convention}",
+        rtol=args.rtol,
+        notes=notes,
+    )
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.render_text())
+    return report.exit_code

@@ -1,0 +1,90 @@
+"""``eagle3-contracts stages``: which pipeline stage owns each captured id, and what PP bugs lose.
+
+Exit 0: report only (or the named engine carries every id to the drafter); 1: the named
+convention's engine captures only on the last stage and some ids live on earlier stages;
+2: bad input. torch is never imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+COMMAND = "stages"
+HELP = (
+    "show which pipeline stage owns each layer id on a partition, and which ids "
+    "last-stage-only capture, stage-local indexing or dropped aux states would lose"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--num-layers", type=int, metavar="N", help="target depth")
+    target.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
+    parser.add_argument(
+        "--ids",
+        required=True,
+        metavar="2,30,58",
+        help="the drafter's layer ids, comma-separated (a list starting with -1: --ids=-1,14,60)",
+    )
+    parser.add_argument("--pp-size", type=int, metavar="S", help="pipeline stages")
+    parser.add_argument(
+        "--pp-partition",
+        metavar="a,b,c",
+        help="explicit layers per stage (as VLLM_PP_LAYER_PARTITION / SGLANG_PP_LAYER_PARTITION)",
+    )
+    parser.add_argument(
+        "--pp-rule",
+        metavar="RULE",
+        help="default split rule without --pp-partition: vllm, sglang, sglang-before-13282 "
+        "(default: the convention's, else vllm; always reported)",
+    )
+    parser.add_argument(
+        "--convention",
+        metavar="NAME",
+        help="the ids are in this convention's numbering (a registry name, e.g. sglang, vllm); "
+        "default canonical (-1 = embedding, N = output of layer N)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _parse_ids(text: str) -> list[int]:
+    from ..errors import ContractError
+
+    out = []
+    for i, part in enumerate(text.split(",")):
+        try:
+            out.append(int(part.strip()))
+        except ValueError:
+            raise ContractError(
+                f"--ids item {i} ({part.strip()!r}) is not an integer; write e.g. 2,30,58",
+                field="ids",
+            ) from None
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..parallel.report import stages_report
+    from . import UsageError
+
+    if args.num_layers is None and args.target is None:
+        raise UsageError("give the target depth: --num-layers N or --target CONFIG")
+    if args.target is not None:
+        from ..configs import read_target_config
+
+        num_layers = read_target_config(args.target).num_layers
+    else:
+        num_layers = args.num_layers
+    report = stages_report(
+        _parse_ids(args.ids),
+        num_layers,
+        pp_size=args.pp_size,
+        pp_partition=args.pp_partition,
+        pp_rule=args.pp_rule,
+        convention=args.convention,
+    )
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.render_text())
+    return report.exit_code

@@ -1,0 +1,147 @@
+"""The convention registry: how each trainer, engine and format reads EAGLE-3 layer ids.
+
+``get(name)`` returns a frozen ``Convention`` (see ``_entry``); ``names()`` lists the registry.
+A name may carry a release, ``"sglang==0.5.23"``: it is resolved by
+``eagle3_contracts.conventions.releases.release_convention``. ``to_canonical``/``from_canonical``
+translate explicit ids between a convention and canonical ids (``eagle3_contracts.layer_ids``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+from ..errors import ContractError
+from . import eagle_reference, hf, modelopt, sglang, specforge, speculators, trtllm, vllm
+from ._entry import (
+    Convention,
+    Dedup,
+    DefaultRule,
+    Meaning,
+    OffsetRule,
+    PipelineParallel,
+    PostNorm,
+    Validation,
+)
+
+_FAMILIES = (hf, specforge, eagle_reference, sglang, vllm, trtllm, speculators, modelopt)
+REGISTRY: dict[str, Convention] = {c.name: c for m in _FAMILIES for c in m.ENTRIES}
+
+SERVING: tuple[str, ...] = ("sglang-legacy", "sglang", "vllm", "vllm-nested", "trtllm")
+"""Engines ``check`` serves with when no ``--serve-with`` is given."""
+
+# The two readings of an id list when nobody says which trainer wrote it.
+READINGS: dict[str, Convention] = {
+    "output": Convention(
+        name="output",
+        system="ids read as layer outputs (SpecForge, ModelOpt, TensorRT-LLM)",
+        role="reading",
+        meaning=Meaning.OUTPUT,
+        offset_rule=OffsetRule.IDENTITY,
+        id_paths=(hf.NESTED, hf.TOP_LEVEL),
+        default=DefaultRule.OUTPUTS_1_MIDM1_LM4,
+        notes=("The reading of trainers that hook layer outputs.",),
+        sources=("eagle3_contracts registry: specforge, modelopt, trtllm",),
+    ),
+    "boundary": Convention(
+        name="boundary",
+        system="ids read as layer inputs / boundaries (vLLM, speculators, original EAGLE)",
+        role="reading",
+        meaning=Meaning.BOUNDARY,
+        offset_rule=OffsetRule.BOUNDARY,
+        id_paths=(hf.TOP_LEVEL, hf.NESTED),
+        default=DefaultRule.BOUNDARIES_2_MID_LM3,
+        notes=("The reading of systems that capture the input of layer b.",),
+        sources=("eagle3_contracts registry: vllm, speculators, eagle-reference",),
+    ),
+}
+
+__all__ = [
+    "READINGS",
+    "REGISTRY",
+    "SERVING",
+    "Convention",
+    "Dedup",
+    "DefaultRule",
+    "Meaning",
+    "OffsetRule",
+    "PipelineParallel",
+    "PostNorm",
+    "Validation",
+    "from_canonical",
+    "get",
+    "names",
+    "to_canonical",
+]
+
+
+def names() -> tuple[str, ...]:
+    """Registry names, in registry order."""
+    return tuple(REGISTRY)
+
+
+def get(
+    name: str | Convention,
+    *,
+    model_type: str | None = None,
+    architectures: Sequence[str] = (),
+) -> Convention:
+    """The ``Convention`` called ``name``; ``"framework==version"`` resolves a release.
+
+    ``model_type``/``architectures`` (the target's) matter only for release names: SGLang's
+    rule depends on the target's model file.
+    """
+    if isinstance(name, Convention):
+        return name
+    if not isinstance(name, str):
+        raise ContractError(
+            f"a convention is a name or a Convention, got {type(name).__name__}",
+            field="convention",
+        )
+    key = name.strip()
+    if key in REGISTRY:
+        return REGISTRY[key]
+    if key in READINGS:
+        return READINGS[key]
+    if "==" in key:
+        framework, _, version = (s.strip() for s in key.partition("=="))
+        try:
+            releases = importlib.import_module(f"{__name__}.releases")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.releases":
+                raise
+            raise ContractError(
+                f"release-specific conventions ({key!r}) are not available in this install; "
+                f"use one of: {', '.join(REGISTRY)}",
+                field="convention",
+            ) from None
+        return releases.release_convention(
+            framework, version, model_type=model_type, architectures=tuple(architectures)
+        )
+    raise ContractError(
+        f"unknown convention {name!r}; known: {', '.join(REGISTRY)} "
+        f"(or 'framework==version', e.g. 'sglang==0.5.23')",
+        field="convention",
+    )
+
+
+def to_canonical(
+    ids: Sequence[int], convention: str | Convention, num_layers: int
+) -> tuple[int, ...]:
+    """Native explicit ids of ``convention`` -> canonical ids (same order).
+
+    Raises ``ContractError`` for ids the system never captures or that have no canonical id
+    (e.g. TensorRT-LLM's ``-1``, Hugging Face's ``hidden_states[L]``).
+    """
+    return get(convention).to_canonical(ids, num_layers)
+
+
+def from_canonical(
+    ids: Sequence[int], convention: str | Convention, num_layers: int
+) -> tuple[int, ...]:
+    """Canonical ids -> the native ids ``convention`` needs to feed exactly those layers.
+
+    Raises ``ContractError`` when no native list can express them (canonical -1 in
+    ``trtllm``, canonical L-1 in ``sglang``).
+    """
+    return get(convention).from_canonical(ids, num_layers)

@@ -1,0 +1,36 @@
+"""Hugging Face transformers ``output_hidden_states`` indexing (hand-written training loops)."""
+
+from __future__ import annotations
+
+from ._entry import Convention, Dedup, Meaning, OffsetRule, PostNorm
+
+NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
+TOP_LEVEL = "eagle_aux_hidden_state_layer_ids"
+
+HF_HIDDEN_STATES = Convention(
+    name="hf-hidden-states",
+    system="Hugging Face hidden_states indexing",
+    role="index",
+    meaning=Meaning.HF_INDEX,
+    offset_rule=OffsetRule.HF_INDEX,
+    post_norm_id=PostNorm.LAST_INDEX,
+    id_paths=(NESTED, TOP_LEVEL),
+    concat_order="as_listed",
+    dedup=Dedup.REPEATED,
+    embedding_reachable=True,  # hidden_states[0]
+    last_output_reachable=False,  # hidden_states[L] is the final norm applied to it
+    notes=(
+        "hidden_states has L+1 entries: [0] = residual stream entering layer 0, [k] = output of "
+        "layer k-1 for k < L, [L] = model.norm(output of layer L-1), which has no canonical id.",
+        "A training loop gathering torch.cat([hidden_states[k] for k in ids]) concatenates in "
+        "list order.",
+        "Ids are taken from wherever the draft config holds them (nested, then top-level).",
+    ),
+    sources=(
+        "huggingface/transformers utils/generic.py check_model_inputs (v4.54+)",
+        "huggingface/transformers utils/output_capturing.py (v5); checked on 5.24 with LlamaConfig",
+        "TorchSpec#87 (post-norm state used as the last layer)",
+    ),
+)
+
+ENTRIES = (HF_HIDDEN_STATES,)

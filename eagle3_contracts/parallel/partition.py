@@ -1,0 +1,350 @@
+"""Pipeline-parallel layer partitions: which stage runs which decoder layer.
+
+A ``LayerPartition`` is the list of per-stage layer counts (``sizes``): stage ``s`` runs the
+contiguous global layers ``stage_range(s)``. Canonical id ``N >= 0`` (output of layer ``N``) is
+owned by the stage that runs layer ``N``; canonical ``-1`` (the residual stream entering layer
+0) lives on stage 0, where the embedding runs.
+
+``LayerPartition.even`` reproduces the engines' default split (``get_pp_indices``); the rules
+differ between engines and releases, so the rule is a named, reported choice (``SPLIT_RULES``).
+``LayerPartition.from_sizes`` / ``parse`` take an explicit partition (``VLLM_PP_LAYER_PARTITION``,
+``SGLANG_PP_LAYER_PARTITION``). torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import ContractError
+from ..layer_ids import EMBEDDING, check_layer_id, check_num_layers
+
+
+# -- the engines' default split rules ----------------------------------------------------------
+def _vllm_sizes(num_layers: int, pp_size: int) -> list[int]:
+    sizes = [num_layers // pp_size] * pp_size
+    for i in range(2, num_layers % pp_size + 2):  # second-to-last stage first, then backwards
+        sizes[-i] += 1
+    return sizes
+
+
+def _sglang_sizes(num_layers: int, pp_size: int) -> list[int]:
+    base, rem = divmod(num_layers, pp_size)
+    return [base] * (pp_size - rem) + [base + 1] * rem  # the last `rem` stages get one more
+
+
+def _sglang_legacy_sizes(num_layers: int, pp_size: int) -> list[int]:
+    base = num_layers // pp_size
+    return [base] * (pp_size - 1) + [num_layers - base * (pp_size - 1)]  # last takes the rest
+
+
+@dataclass(frozen=True)
+class SplitRule:
+    """One engine's default layer split when no explicit partition is given."""
+
+    # -- identity -----------------------------------------------------------------------
+    name: str  # the value of ``LayerPartition.even(..., rule=name)`` and of ``--pp-rule``
+    summary: str  # where the remainder layers go
+    # -- provenance ---------------------------------------------------------------------
+    sources: tuple[str, ...]  # where the rule was read (repo path, PR)
+    # -- behaviour ----------------------------------------------------------------------
+    sizes: Callable[[int, int], list[int]] = field(repr=False, compare=False)
+
+
+SPLIT_RULES: dict[str, SplitRule] = {
+    rule.name: rule
+    for rule in (
+        SplitRule(
+            "vllm",
+            "floor(L/S) each; the L%S extra layers go to stages S-2, S-3, ... (never the last; "
+            "the first only when L%S == S-1). 61 over 4 -> 15,15,16,15",
+            ("vllm-project/vllm vllm/distributed/utils.py get_pp_indices", "vllm#13839"),
+            _vllm_sizes,
+        ),
+        SplitRule(
+            "sglang",
+            "floor(L/S) each; the last L%S stages get one extra layer. 61 over 4 -> 15,15,15,16",
+            (
+                "sgl-project/sglang python/sglang/srt/distributed/utils.py get_pp_indices",
+                "sglang#13977",
+            ),
+            _sglang_sizes,
+        ),
+        SplitRule(
+            "sglang-before-13282",
+            "floor(L/S) each; the last stage takes every remainder layer (SGLang before "
+            "sglang#13282, 2025-11). 61 over 8 -> 7,7,7,7,7,7,7,12",
+            (
+                "sgl-project/sglang python/sglang/srt/distributed/utils.py get_pp_indices",
+                "sglang#13282",
+            ),
+            _sglang_legacy_sizes,
+        ),
+    )
+}
+"""Default split rules by name. Each engine honours an explicit partition env var instead
+(``VLLM_PP_LAYER_PARTITION``, ``SGLANG_PP_LAYER_PARTITION``): pass it to ``from_sizes``."""
+
+EXPLICIT = "explicit"
+"""``LayerPartition.rule`` of a partition given as sizes rather than computed by a rule."""
+
+
+def _check_size(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ContractError(
+            f"{where} must be a positive integer (a stage's layer count), got {value!r}",
+            field=where,
+        )
+    if value < 1:
+        raise ContractError(
+            f"{where} = {value}: every pipeline stage must run at least one layer", field=where
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class LayerPartition:
+    """Per-stage decoder-layer counts of a pipeline-parallel target.
+
+    ``LayerPartition((15, 15, 16, 15))``: stage 0 runs layers 0-14, stage 2 runs 30-45.
+    """
+
+    sizes: tuple[int, ...]  # layers per stage, stage 0 first; each >= 1
+    rule: str = field(default=EXPLICIT, compare=False)  # how sizes were chosen (report it)
+
+    def __post_init__(self) -> None:
+        sizes = self.sizes
+        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Iterable):
+            raise ContractError(
+                f"sizes must be a list of per-stage layer counts, got {sizes!r}", field="sizes"
+            )
+        sizes = tuple(sizes)
+        if not sizes:
+            raise ContractError(
+                "sizes is empty: a partition has one layer count per pipeline stage",
+                field="sizes",
+            )
+        for i, size in enumerate(sizes):
+            _check_size(size, f"sizes[{i}]")
+        object.__setattr__(self, "sizes", sizes)
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def even(cls, num_layers: int, pp_size: int, *, rule: str = "vllm") -> LayerPartition:
+        """The engine's default split of ``num_layers`` over ``pp_size`` stages.
+
+        ``rule`` names an entry of ``SPLIT_RULES`` (``"vllm"`` unless given; the result's
+        ``.rule`` says which was used, so callers can report it).
+        """
+        num_layers = check_num_layers(num_layers)
+        pp_size = _check_pp_size(pp_size)
+        if rule not in SPLIT_RULES:
+            raise ContractError(
+                f"rule = {rule!r} is not a known split rule; use one of {', '.join(SPLIT_RULES)}",
+                field="rule",
+            )
+        if pp_size > num_layers:
+            raise ContractError(
+                f"pp_size = {pp_size} exceeds num_layers = {num_layers}: every pipeline stage "
+                f"must run at least one decoder layer",
+                field="pp_size",
+            )
+        return cls(tuple(SPLIT_RULES[rule].sizes(num_layers, pp_size)), rule=rule)
+
+    @classmethod
+    def from_sizes(
+        cls,
+        sizes: Sequence[int],
+        *,
+        num_layers: int | None = None,
+        pp_size: int | None = None,
+        field_name: str = "pp_partition",
+    ) -> LayerPartition:
+        """An explicit partition, checked against the target's depth and the stage count.
+
+        Errors name ``field_name`` (``"pp_partition[1]"``, ``"pp_partition"``) so a CLI or
+        config reader can point at the user's own option.
+        """
+        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Iterable):
+            raise ContractError(
+                f"{field_name} must be a list of per-stage layer counts, got {sizes!r}",
+                field=field_name,
+            )
+        sizes = tuple(sizes)
+        if not sizes:
+            raise ContractError(
+                f"{field_name} is empty: give one layer count per pipeline stage, e.g. 15,15,16,15",
+                field=field_name,
+            )
+        for i, size in enumerate(sizes):
+            _check_size(size, f"{field_name}[{i}]")
+        if pp_size is not None and len(sizes) != _check_pp_size(pp_size):
+            raise ContractError(
+                f"{field_name} has {len(sizes)} stages but pp_size = {pp_size}: give exactly one "
+                f"layer count per stage",
+                field=field_name,
+            )
+        if num_layers is not None and sum(sizes) != check_num_layers(num_layers):
+            raise ContractError(
+                f"{field_name} = {','.join(map(str, sizes))} sums to {sum(sizes)} layers but the "
+                f"target has num_layers = {num_layers}; the counts must add up to the depth",
+                field=field_name,
+            )
+        return cls(sizes)
+
+    @classmethod
+    def parse(
+        cls,
+        text: str,
+        *,
+        num_layers: int | None = None,
+        pp_size: int | None = None,
+        field_name: str = "pp_partition",
+    ) -> LayerPartition:
+        """``"15,15,16,15"`` (the engines' ``*_PP_LAYER_PARTITION`` syntax) -> partition."""
+        parts = [p.strip() for p in str(text).split(",")]
+        sizes = []
+        for i, part in enumerate(parts):
+            try:
+                sizes.append(int(part))
+            except ValueError:
+                raise ContractError(
+                    f"{field_name}[{i}] = {part!r} is not an integer; write the per-stage layer "
+                    f"counts separated by commas, e.g. 15,15,16,15",
+                    field=f"{field_name}[{i}]",
+                ) from None
+        return cls.from_sizes(sizes, num_layers=num_layers, pp_size=pp_size, field_name=field_name)
+
+    # -- derived ------------------------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        return sum(self.sizes)
+
+    @property
+    def pp_size(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def starts(self) -> tuple[int, ...]:
+        """First global layer of each stage."""
+        out, acc = [], 0
+        for size in self.sizes:
+            out.append(acc)
+            acc += size
+        return tuple(out)
+
+    def stage_range(self, stage: int) -> range:
+        """Global layer indices run by ``stage`` (``range(start, end)``)."""
+        if isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage < self.pp_size:
+            raise ContractError(
+                f"stage = {stage!r} is outside [0, {self.pp_size - 1}] for a {self.pp_size}-stage "
+                f"partition",
+                field="stage",
+            )
+        start = self.starts[stage]
+        return range(start, start + self.sizes[stage])
+
+    def stage_of(self, layer_id: int) -> int:
+        """The stage owning canonical ``layer_id`` (``-1`` lives on stage 0)."""
+        layer_id = check_layer_id(layer_id, self.num_layers)
+        if layer_id == EMBEDDING:
+            return 0
+        for stage, start in enumerate(self.starts):
+            if layer_id < start + self.sizes[stage]:
+                return stage
+        raise AssertionError("unreachable: check_layer_id bounds the id")  # pragma: no cover
+
+    def local_index(self, layer_id: int) -> int:
+        """Index of ``layer_id``'s layer inside its stage (``-1`` stays ``-1``).
+
+        This is what a stage-local loop (``enumerate`` over the stage's own layers) sees; a
+        system comparing it with global ids captures the wrong layers (vllm#36151).
+        """
+        stage = self.stage_of(layer_id)
+        return layer_id if layer_id == EMBEDDING else layer_id - self.starts[stage]
+
+    def is_stage_boundary(self, layer_id: int) -> bool:
+        """True if ``layer_id`` is the last layer of a non-final stage (its output is sent on)."""
+        stage = self.stage_of(layer_id)
+        return stage < self.pp_size - 1 and layer_id == self.stage_range(stage)[-1]
+
+    def describe(self) -> str:
+        """``"4 stages: 0-14 | 15-29 | 30-45 | 46-60 (vllm rule)"``."""
+        spans = " | ".join(
+            f"{r.start}-{r.stop - 1}" if len(r) > 1 else f"{r.start}"
+            for r in (self.stage_range(s) for s in range(self.pp_size))
+        )
+        how = "explicit" if self.rule == EXPLICIT else f"{self.rule} rule"
+        return f"{self.pp_size} stage{'s' if self.pp_size > 1 else ''}: {spans} ({how})"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"sizes": list(self.sizes), "rule": self.rule, "num_layers": self.num_layers}
+
+
+def _check_pp_size(pp_size: object) -> int:
+    if isinstance(pp_size, bool) or not isinstance(pp_size, int) or pp_size < 1:
+        raise ContractError(
+            f"pp_size must be a positive integer (the number of pipeline stages), got {pp_size!r}",
+            field="pp_size",
+        )
+    return pp_size
+
+
+@dataclass(frozen=True)
+class PipelineRisks:
+    """What the known pipeline-parallel capture bugs would do to ``layer_ids`` on a partition.
+
+    Predictions from the partition alone; ``eagle3_contracts.parallel.faults`` runs the bugs on
+    real processes and the tests check these predictions against them.
+    """
+
+    # -- last-stage-only capture (sglang#39644) --------------------------------------------
+    last_stage_only_lost: tuple[int, ...]  # ids owned by a stage before the last
+    # -- aux states dropped at stage boundaries (vllm#45985) -------------------------------
+    dropped_at_boundary: tuple[int, ...]  # the same ids: captured, then not forwarded
+    # -- stage-local indexing (vllm#36151) --------------------------------------------------
+    stage_local_lost: tuple[int, ...]  # ids >= 0 owned by a stage > 0: never captured there
+    stage_local_wrong: tuple[tuple[int, int, int], ...]  # (stage, id claimed, layer captured)
+
+    @property
+    def safe(self) -> bool:
+        """True when none of the bugs changes the capture (every id on the last stage or -1..)."""
+        return not (self.last_stage_only_lost or self.stage_local_lost or self.stage_local_wrong)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "last_stage_only_lost": list(self.last_stage_only_lost),
+            "dropped_at_boundary": list(self.dropped_at_boundary),
+            "stage_local_lost": list(self.stage_local_lost),
+            "stage_local_wrong": [
+                {"stage": s, "claimed": claimed, "captured_layer": layer}
+                for s, claimed, layer in self.stage_local_wrong
+            ],
+        }
+
+
+def pipeline_risks(layer_ids: Iterable[int], partition: LayerPartition) -> PipelineRisks:
+    """Which ids each known pipeline capture bug loses (or replaces) on ``partition``."""
+    owned = stage_ownership(layer_ids, partition)
+    last = partition.pp_size - 1
+    ids = sorted({n for n, _ in owned})
+    early = tuple(n for n in ids if partition.stage_of(n) < last)
+    local_lost = tuple(n for n in ids if n >= 0 and partition.stage_of(n) > 0)
+    wrong = tuple(
+        (stage, n, partition.starts[stage] + n)
+        for stage in range(1, partition.pp_size)
+        for n in ids
+        if 0 <= n < partition.sizes[stage]
+    )
+    return PipelineRisks(early, early, local_lost, wrong)
+
+
+def stage_ownership(
+    layer_ids: Iterable[int], partition: LayerPartition
+) -> tuple[tuple[int, int], ...]:
+    """``((layer_id, stage), ...)`` in the order given; ``-1`` is owned by stage 0."""
+    out = []
+    for i, layer_id in enumerate(layer_ids):
+        check_layer_id(layer_id, partition.num_layers, field=f"layer_ids[{i}]")
+        out.append((layer_id, partition.stage_of(layer_id)))
+    return tuple(out)

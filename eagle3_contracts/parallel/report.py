@@ -1,0 +1,209 @@
+"""Which pipeline stage owns each captured id, and what the known PP bugs would lose (torch-free).
+
+``stages_report`` backs ``eagle3-contracts stages``: it resolves the partition (explicit, or
+the engine's default split, reported as such), converts native ids with a convention, and
+predicts what last-stage-only capture, stage-local indexing and aux states dropped at a stage
+boundary would do (``pipeline_risks``). When the convention says the engine captures only on
+the last stage, ids owned by earlier stages are lost for real: exit code 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ContractError
+from ..layer_ids import EMBEDDING, check_num_layers, describe
+from .partition import SPLIT_RULES, LayerPartition, PipelineRisks, pipeline_risks
+
+CANONICAL = "canonical"
+
+
+@dataclass(frozen=True)
+class StagesReport:
+    """Ownership of each id on a partition, and the risks; ``exit_code`` 0 or 1."""
+
+    partition: LayerPartition
+    split_note: str  # how the partition was chosen ("vllm rule (default)", "explicit", ...)
+    convention: str  # "canonical" or the registry name the ids were given in
+    native_ids: tuple[int, ...]  # as given
+    layer_ids: tuple[int, ...]  # canonical, same order
+    risks: PipelineRisks
+    behaviour: str | None  # the convention's pipeline-parallel behaviour, if any
+    lost: tuple[int, ...]  # canonical ids this convention's engine really loses
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.lost else 0
+
+    def rows(self) -> list[dict[str, Any]]:
+        p = self.partition
+        out = []
+        for native, n in zip(self.native_ids, self.layer_ids, strict=True):
+            stage = p.stage_of(n)
+            span = p.stage_range(stage)
+            out.append(
+                {
+                    "id": n,
+                    "native_id": native,
+                    "stage": stage,
+                    "stage_layers": [span.start, span.stop - 1],
+                    "local_index": p.local_index(n),
+                    "stage_boundary": p.is_stage_boundary(n),
+                }
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "num_layers": self.partition.num_layers,
+            "pp_size": self.partition.pp_size,
+            "partition": self.partition.to_dict(),
+            "split": self.split_note,
+            "convention": self.convention,
+            "ownership": self.rows(),
+            "risks": self.risks.to_dict(),
+            "pipeline_behaviour": self.behaviour,
+            "lost": list(self.lost),
+            "exit_code": self.exit_code,
+        }
+
+    def render_text(self) -> str:
+        p, L = self.partition, self.partition.num_layers
+        name = lambda n: describe(n, L)  # noqa: E731
+        lines = [
+            f"{L} layers over {p.pp_size} pipeline stage{'s' if p.pp_size > 1 else ''}: "
+            f"{p.describe().split(': ', 1)[1].rsplit(' (', 1)[0]} ({self.split_note})"
+        ]
+        given = ", ".join(map(str, self.native_ids))
+        if self.convention == CANONICAL:
+            lines.append(f"ids (canonical): {given}")
+        else:
+            canon = ", ".join(map(str, self.layer_ids))
+            lines.append(f"ids ({self.convention}): {given} = canonical {canon}")
+        lines.append("")
+        header = ("id", "stage", "stage layers", "local index", "note")
+        table = [header]
+        for row in self.rows():
+            n = row["id"]
+            note = []
+            if n == EMBEDDING:
+                note.append("embedding: captured on stage 0 before layer 0")
+            if row["stage_boundary"]:
+                note.append(f"last layer of its stage: crosses to stage {row['stage'] + 1}")
+            a, b = row["stage_layers"]
+            table.append(
+                (name(n), str(row["stage"]), f"{a}-{b}", str(row["local_index"]), "; ".join(note))
+            )
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+        for r in table:
+            lines.append(
+                "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            )
+        lines.append("")
+        r = self.risks
+
+        def ids(seq: Sequence[int]) -> str:
+            return ", ".join(name(n) for n in seq) if seq else "nothing"
+
+        lines.append(
+            f"last-stage-only capture (sglang#39644) would lose: {ids(r.last_stage_only_lost)}"
+        )
+        lines.append(
+            f"aux states dropped at stage boundaries (vllm#45985) would lose: "
+            f"{ids(r.dropped_at_boundary)}"
+        )
+        wrong = "; ".join(
+            f"stage {s} would capture layer {layer} as {claimed}"
+            for s, claimed, layer in r.stage_local_wrong
+        )
+        lines.append(
+            f"stage-local indexing (vllm#36151) would lose: {ids(r.stage_local_lost)}"
+            + (f"; and {wrong}" if wrong else "")
+        )
+        if self.behaviour is not None:
+            lines.append("")
+            lines.append(f"{self.convention}: {self.behaviour}")
+            if self.lost:
+                lines.append(
+                    f"MISMATCH: {self.convention} never feeds {ids(self.lost)} to the drafter on this "
+                    f"partition (exit 1); move those ids' layers to the last stage, or serve "
+                    f"without pipeline parallelism"
+                )
+        return "\n".join(lines)
+
+
+def stages_report(
+    ids: Sequence[int],
+    num_layers: int,
+    *,
+    pp_size: int | None = None,
+    pp_partition: str | Sequence[int] | None = None,
+    pp_rule: str | None = None,
+    convention: str | None = None,
+) -> StagesReport:
+    """Resolve the partition and convention, and report ownership and risks for ``ids``."""
+    num_layers = check_num_layers(num_layers)
+    conv = None
+    if convention is not None and convention != CANONICAL:
+        from .. import conventions
+
+        conv = conventions.get(convention)
+        layer_ids = tuple(conventions.to_canonical(list(ids), conv, num_layers))
+    else:
+        layer_ids = tuple(ids)
+    if not layer_ids:
+        raise ContractError("ids is empty: give the drafter's layer ids, e.g. 2,30,58", field="ids")
+    if pp_partition is not None:
+        if pp_rule is not None:
+            raise ContractError(
+                "--pp-rule chooses a default split; an explicit --pp-partition replaces it, "
+                "give one or the other",
+                field="pp_rule",
+            )
+        if isinstance(pp_partition, str):
+            partition = LayerPartition.parse(pp_partition, num_layers=num_layers, pp_size=pp_size)
+        else:
+            partition = LayerPartition.from_sizes(
+                pp_partition, num_layers=num_layers, pp_size=pp_size
+            )
+        split_note = "explicit --pp-partition"
+    else:
+        if pp_size is None:
+            raise ContractError(
+                "give --pp-size (the engine's default split) or --pp-partition a,b,c",
+                field="pp_size",
+            )
+        if pp_rule is not None:
+            rule, why = pp_rule, "--pp-rule"
+        elif conv is not None:
+            rule, why = conv.pp_split_rule, f"{conv.name}'s default split"
+        else:
+            rule, why = "vllm", "default; --pp-rule or --pp-partition to change"
+        if rule not in SPLIT_RULES:
+            raise ContractError(
+                f"--pp-rule {rule!r} is not a known split rule; use one of {', '.join(SPLIT_RULES)}",
+                field="pp_rule",
+            )
+        partition = LayerPartition.even(num_layers, pp_size, rule=rule)
+        split_note = f"{rule} rule, {why}"
+    risks = pipeline_risks(layer_ids, partition)
+    behaviour, lost = None, ()
+    if conv is not None:
+        from ..conventions import PipelineParallel
+
+        behaviour = conv.pipeline_parallel.value
+        if conv.pipeline_parallel is PipelineParallel.LAST_STAGE_ONLY:
+            lost = risks.last_stage_only_lost
+    return StagesReport(
+        partition=partition,
+        split_note=split_note,
+        convention=conv.name if conv is not None else CANONICAL,
+        native_ids=tuple(ids),
+        layer_ids=layer_ids,
+        risks=risks,
+        behaviour=behaviour,
+        lost=lost,
+    )

@@ -1,0 +1,100 @@
+"""What the probe reads in each framework's released wheel (declarative, one row per framework)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    """Where a framework keeps the code that picks, reads and captures EAGLE-3 layers."""
+
+    # -- the package ------------------------------------------------------------------------
+    name: str  # "sglang"
+    package: str  # the name on the package index
+    pip_args: tuple[str, ...]  # extra `pip download` flags (platform tags for binary wheels)
+    # -- files extracted from the wheel (prefix match; nothing else is kept) -----------------
+    model_dir: str  # model files: "sglang/srt/models/"
+    reader_files: tuple[str, ...]  # where the draft config's ids are read
+    helper_files: tuple[str, ...]  # capture helpers and mixins outside the model files
+    registry_file: str | None  # architecture -> model file table (vLLM)
+    # -- what to evaluate -----------------------------------------------------------------
+    select_functions: tuple[str, ...]  # selection setters / default getters
+    setter: str  # the method the model runner calls with the ids
+    default_getters: tuple[str, ...]  # methods returning the no-ids default
+
+
+_MANYLINUX = tuple(
+    arg
+    for tag in (
+        "manylinux_2_17", "manylinux_2_24", "manylinux_2_27", "manylinux_2_28", "manylinux_2_31",
+        "manylinux_2_34", "manylinux_2_35", "manylinux_2_36", "manylinux_2_38", "manylinux_2_39",
+        "manylinux2014", "manylinux1",
+    )  # fmt: skip
+    for arg in ("--platform", f"{tag}_x86_64")
+)
+
+SGLANG = FrameworkSpec(
+    name="sglang",
+    package="sglang",
+    pip_args=(*_MANYLINUX, "--platform", "any", "--python-version", "3.11"),
+    model_dir="sglang/srt/models/",
+    reader_files=(
+        "sglang/srt/model_executor/model_runner.py",
+        "sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py",
+        "sglang/srt/model_executor/model_runner_components/attention_backend_setup.py",
+        "sglang/srt/speculative/eagle_utils.py",
+    ),
+    helper_files=(
+        "sglang/srt/layers/communicator.py",
+        "sglang/srt/layers/layer_boundary/stage.py",
+        "sglang/srt/layers/layer_boundary/residual/batch.py",
+    ),
+    registry_file=None,
+    select_functions=("set_eagle3_layers_to_capture",),
+    setter="set_eagle3_layers_to_capture",
+    default_getters=(),
+)
+
+VLLM = FrameworkSpec(
+    name="vllm",
+    package="vllm",
+    pip_args=(*_MANYLINUX, "--python-version", "3.12"),
+    model_dir="vllm/model_executor/models/",
+    reader_files=(
+        "vllm/v1/worker/gpu_model_runner.py",
+        "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py",
+    ),
+    helper_files=("vllm/model_executor/models/interfaces.py",),
+    registry_file="vllm/model_executor/models/registry.py",
+    select_functions=(
+        "set_aux_hidden_state_layers",
+        "_set_aux_hidden_state_layers",
+        "get_eagle3_aux_hidden_state_layers",
+        "get_eagle3_default_aux_hidden_state_layers",
+    ),
+    setter="set_aux_hidden_state_layers",
+    default_getters=(
+        "get_eagle3_default_aux_hidden_state_layers",
+        "get_eagle3_aux_hidden_state_layers",
+    ),
+)
+
+FRAMEWORKS: dict[str, FrameworkSpec] = {spec.name: spec for spec in (SGLANG, VLLM)}
+
+KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
+    "sglang": ("0.5.5", "0.5.12", "0.5.13", "0.5.16", "0.5.17", "0.5.23"),
+    "vllm": ("0.21.0", "0.22.0", "0.33.0"),
+}
+"""Releases with a committed table. vllm 0.21.0 is the newest release whose runner read only
+the top-level field (found by ``python -m eagle3_contracts.probe bisect vllm``); 0.22.0 is the
+first with the nested fallback."""
+
+
+def wanted(spec: FrameworkSpec, member: str) -> bool:
+    """Whether a wheel member is one of the few files the probe keeps."""
+    if not member.endswith(".py"):
+        return False
+    if member.startswith(spec.model_dir) and "/" not in member[len(spec.model_dir) :]:
+        return True
+    return member in (*spec.reader_files, *spec.helper_files, spec.registry_file)

@@ -1,0 +1,230 @@
+"""Where a release reads a drafter's layer ids from, and in what precedence.
+
+Every function of a reader file that mentions ``eagle_aux_hidden_state_layer_ids`` is found. A
+pure function is evaluated whole; otherwise the smallest statement holding the read (its ``try``
+block, typically) is evaluated alone when its only free names are declared stub inputs (the
+draft's ``ModelConfig``, ``self``...). Each is called on a grid of draft configs (top-level ids,
+nested ``eagle_config`` ids, both, neither, ...) and the precedence is read off the answers.
+Everything else is listed as a read site with its line, marked *needs reading*.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .stubs import Stub, World, namespace
+from .whitelist import SAFE_BUILTINS, SAFE_EXCEPTIONS, check_pure, compile_pure, compile_snippet
+
+KEY = "eagle_aux_hidden_state_layer_ids"
+TOP = [1, 15, 28]
+NESTED = [2, 16, 29]
+DFLASH = [3, 17, 30]
+NESTED_LAYER_IDS = [5, 19, 33]
+
+CONFIG_CASES: dict[str, dict[str, Any]] = {
+    "top_only": {KEY: TOP},
+    "nested_only": {"eagle_config": {KEY: NESTED}},
+    "both": {KEY: TOP, "eagle_config": {KEY: NESTED}},
+    "top_empty_nested": {KEY: [], "eagle_config": {KEY: NESTED}},
+    "neither": {},
+    "dflash_only": {"dflash_config": {"target_layer_ids": DFLASH}},
+    "nested_layer_ids_only": {"eagle_config": {"layer_ids": NESTED_LAYER_IDS}},
+}
+"""Draft configs every reader is evaluated on (as transformers exposes them)."""
+
+_LABELS = {
+    tuple(TOP): "top-level",
+    tuple(NESTED): "nested",
+    tuple(DFLASH): "dflash target_layer_ids",
+    tuple(v + 1 for v in DFLASH): "dflash target_layer_ids + 1",
+    tuple(NESTED_LAYER_IDS): "nested layer_ids",
+}
+
+STUB_INPUTS: frozenset[str] = frozenset(
+    {"self", "draft_model_config", "model_config", "hf_config", "config", "spec_config"}
+)
+"""Free names a snippet may take as stubs: each names the draft's config (or an object whose
+``.hf_config`` is it). Any other free name is a local computed earlier: needs reading."""
+
+
+def _label(value: Any) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "empty"
+        return _LABELS.get(tuple(value), f"other {list(value)}")
+    return f"other {value!r}"
+
+
+def _input(name: str, config: dict[str, Any]) -> Any:
+    ns = namespace(config)
+    if name == "hf_config":
+        return ns
+    return Stub(World(num_layers=32, hf_config=ns), name)
+
+
+def _call(func: Any, inputs: tuple[str, ...], config: dict[str, Any]) -> str:
+    try:
+        return _label(func(*(_input(n, config) for n in inputs)))
+    except Exception as exc:
+        return f"raises {type(exc).__name__}"
+
+
+def precedence(answers: dict[str, str]) -> list[str]:
+    """Ordered JSON paths a reader consults, read off its answers on ``CONFIG_CASES``."""
+    top = answers.get("top_only") == "top-level"
+    nested = answers.get("nested_only") == "nested"
+    if top and nested:
+        first = answers.get("both")
+        paths = (
+            [KEY, f"eagle_config.{KEY}"] if first == "top-level" else [f"eagle_config.{KEY}", KEY]
+        )
+    else:
+        paths = [KEY] if top else [f"eagle_config.{KEY}"] if nested else []
+    if answers.get("nested_layer_ids_only") == "nested layer_ids":
+        paths.append("eagle_config.layer_ids")
+    return paths
+
+
+def _mentions_key(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Constant) and n.value == KEY for n in ast.walk(node))
+
+
+def _free_names(stmts: list[ast.stmt]) -> list[str]:
+    bound: set[str] = set()
+    loads: list[str] = []
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name):
+                if isinstance(n.ctx, ast.Store):
+                    bound.add(n.id)
+                elif n.id not in loads:
+                    loads.append(n.id)
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                bound.add(n.name)
+    skip = bound | set(SAFE_BUILTINS) | set(SAFE_EXCEPTIONS)
+    return [n for n in loads if n not in skip]
+
+
+def _site_form(node: ast.AST) -> str | None:
+    """How one read of the key looks: nested subscript/get, or top-level getattr."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        if node.slice.value == KEY:
+            return "nested" if "eagle_config" in ast.unparse(node.value) else "subscript"
+    if isinstance(node, ast.Call) and node.args:
+        first = node.args[0]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            if isinstance(first, ast.Constant) and first.value == KEY:
+                return "nested" if "eagle_config" in ast.unparse(node.func.value) else "get"
+        if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+                if node.args[1].value == KEY:
+                    return "top-level" if "eagle_config" not in ast.unparse(first) else "nested"
+        if isinstance(node.func, ast.Name) and isinstance(first, ast.Constant):
+            if first.value == KEY:
+                return f"via {node.func.id}()"
+    return None
+
+
+def _read_sites(func: ast.FunctionDef) -> list[dict[str, Any]]:
+    sites = []
+    for n in ast.walk(func):
+        form = _site_form(n)
+        if form:
+            sites.append({"form": form, "line": n.lineno})
+    return sorted(sites, key=lambda s: (s["line"], s["form"]))
+
+
+def _statement_lists(node: ast.AST) -> list[list[ast.stmt]]:
+    """Every statement list in ``node``; a ``try`` whose body reads the key counts as one
+    statement (its handler is the reader's fallback and belongs to the snippet)."""
+    lists = []
+    for sub in ast.walk(node):
+        for name in ("body", "orelse", "finalbody"):
+            value = getattr(sub, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                if isinstance(sub, ast.Try) and name == "body":
+                    lists.append([sub])
+                else:
+                    lists.append(value)
+        if isinstance(sub, ast.Try):
+            lists.extend(h.body for h in sub.handlers)
+    return lists
+
+
+def _enclosing_span(func: ast.FunctionDef) -> tuple[list[ast.stmt], str | None]:
+    """The smallest run of sibling statements holding every read, and what the first assigns."""
+    total = sum(1 for n in ast.walk(func) if _site_form(n))
+    best: list[ast.stmt] = []
+    for stmts in _statement_lists(func):
+        hits = [i for i, st in enumerate(stmts) if _mentions_key(st)]
+        if not hits:
+            continue
+        span = stmts[hits[0] : hits[-1] + 1]
+        covered = sum(1 for st in span for n in ast.walk(st) if _site_form(n))
+        if covered == total and (not best or _size(span) < _size(best)):
+            best = span
+    target = None
+    for st in best:
+        for node in ast.walk(st):
+            if isinstance(node, ast.Assign) and _mentions_key(node.value):
+                target = ast.unparse(node.targets[0])
+                break
+        if target:
+            break
+    return best, target
+
+
+def _size(stmts: list[ast.stmt]) -> int:
+    return sum(1 for st in stmts for _ in ast.walk(st))
+
+
+def probe_reader(func: ast.FunctionDef, class_name: str | None, file: str) -> dict[str, Any]:
+    """The table row of one reader function."""
+    qual = f"{class_name}.{func.name}" if class_name else func.name
+    row: dict[str, Any] = {"function": qual, "line": func.lineno, "sites": _read_sites(func)}
+    if check_pure(func) is None:
+        compiled = compile_pure(func, source_name=file)
+        inputs = tuple(a.arg for a in func.args.args)
+        row["evaluated"] = "whole function"
+    else:
+        span, target = _enclosing_span(func)
+        if not span or target is None:
+            row["needs_reading"] = f"{file}:{func.lineno}: no statement run assigns the read"
+            return row
+        free = _free_names(span)
+        unknown = [n for n in free if n not in STUB_INPUTS]
+        rejection = next(
+            (r for r in (check_pure(st, free_names=free) for st in span) if r is not None), None
+        )
+        if unknown or rejection is not None:
+            why = (
+                f"uses {', '.join(unknown)} computed earlier in the function"
+                if unknown
+                else rejection.construct
+            )
+            line = span[0].lineno if unknown else rejection.line
+            row["needs_reading"] = f"{file}:{line}: {why}"
+            return row
+        compiled = compile_snippet(span, tuple(free), target, source_name=file)
+        inputs = tuple(free)
+        row["evaluated"] = f"lines {span[0].lineno}-{span[-1].end_lineno} (-> {target})"
+    answers = {case: _call(compiled, inputs, cfg) for case, cfg in CONFIG_CASES.items()}
+    row["answers"] = answers
+    row["precedence"] = precedence(answers)
+    return row
+
+
+def find_readers(tree: ast.Module) -> list[tuple[ast.FunctionDef, str | None]]:
+    """Every function (module level or method) whose body mentions the ids key."""
+    out: list[tuple[ast.FunctionDef, str | None]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and _mentions_key(node):
+            out.append((node, None))
+        elif isinstance(node, ast.ClassDef):
+            for sub in node.body:
+                if isinstance(sub, ast.FunctionDef) and _mentions_key(sub):
+                    out.append((sub, node.name))
+    return out

@@ -1,0 +1,503 @@
+"""Build one table per (framework, release) from its extracted sources.
+
+The table holds, per model file: every selection function's grid (or where it needs reading),
+the decoder-stack placement; per entry class (what a target's ``architectures`` names): the
+effective selection rule, default, placement and the chain of code it was read through; and the
+release's draft-config readers with their precedence. Keys are sorted on dump, so a table is a
+stable golden and a behaviour change is a readable diff.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+from . import readings
+from .frameworks import FrameworkSpec
+from .idsource import find_readers, probe_reader
+from .placement import capture_helpers, read_placement
+from .selection import GRID_LAYERS, find_functions, grid_ids, probe_function
+
+PROBE_FORMAT = 1
+"""Bumped when the table layout changes (a refresh then rewrites every golden)."""
+
+
+# -- one model file ---------------------------------------------------------------------------
+
+
+class _Module:
+    """A parsed released file: classes, their bases, imports, entry classes."""
+
+    def __init__(self, name: str, tree: ast.Module) -> None:
+        self.name = name
+        self.tree = tree
+        self.classes: dict[str, ast.ClassDef] = {
+            n.name: n for n in tree.body if isinstance(n, ast.ClassDef)
+        }
+        self.imports: dict[str, str] = {}  # local name -> sibling module file ("qwen2.py")
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module:
+                module = node.module.rsplit(".", 1)[-1] + ".py"
+                for alias in node.names:
+                    self.imports[alias.asname or alias.name] = module
+        self.entry_classes = _entry_classes(tree)
+
+    def bases(self, cls: str) -> list[str]:
+        node = self.classes.get(cls)
+        if node is None:
+            return []
+        out = []
+        for base in node.bases:
+            if isinstance(base, ast.Subscript):
+                base = base.value
+            out.append(ast.unparse(base).rsplit(".", 1)[-1])
+        return out
+
+    def method(self, cls: str, name: str) -> ast.FunctionDef | None:
+        node = self.classes.get(cls)
+        if node is None:
+            return None
+        for sub in node.body:
+            if isinstance(sub, ast.FunctionDef) and sub.name == name:
+                return sub
+        return None
+
+    def attribute_class(self, cls: str, attr: str) -> str | None:
+        """``X`` of ``self.<attr> = X(...)`` in ``cls.__init__`` (one candidate only)."""
+        init = self.method(cls, "__init__")
+        if init is None:
+            return None
+        found = set()
+        for node in ast.walk(init):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and ast.unparse(node.targets[0]) == f"self.{attr}"
+                and isinstance(node.value, ast.Call)
+            ):
+                found.add(ast.unparse(node.value.func).rsplit(".", 1)[-1])
+        return found.pop() if len(found) == 1 else None
+
+
+def _entry_classes(tree: ast.Module) -> list[str]:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets
+        ):
+            value = node.value
+            items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+            return [ast.unparse(i) for i in items if isinstance(i, (ast.Name, ast.Attribute))]
+    return []
+
+
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+
+
+# -- the release ------------------------------------------------------------------------------
+
+
+class _Release:
+    def __init__(self, spec: FrameworkSpec, root: Path) -> None:
+        self.spec = spec
+        self.root = root
+        self.modules: dict[str, _Module] = {}
+        model_dir = root / spec.model_dir
+        for path in sorted(model_dir.glob("*.py")):
+            tree = _parse(path)
+            if tree is not None:
+                self.modules[path.name] = _Module(path.name, tree)
+        self.helper_modules: dict[str, _Module] = {}
+        for rel in spec.helper_files:
+            tree = _parse(root / rel)
+            if tree is not None and rel.startswith(spec.model_dir):
+                self.helper_modules[Path(rel).name] = self.modules.get(Path(rel).name) or _Module(
+                    Path(rel).name, tree
+                )
+        self.capture_helpers: dict[str, ast.FunctionDef] = {}
+        for mod in self.helper_modules.values():
+            self.capture_helpers.update(capture_helpers(mod.tree))
+
+    def find_class(self, name: str, near: str) -> tuple[str, str] | None:
+        """(file, class) for a class named in file ``near``: same file, import, else unique."""
+        mod = self.modules.get(near)
+        if mod and name in mod.classes:
+            return near, name
+        if mod and name in mod.imports and name in getattr(
+            self.modules.get(mod.imports[name]), "classes", {}
+        ):
+            return mod.imports[name], name
+        holders = [f for f, m in self.modules.items() if name in m.classes]
+        return (holders[0], name) if len(holders) == 1 else None
+
+    def resolve_method(
+        self, file: str, cls: str, method: str, seen: set[tuple[str, str]] | None = None
+    ) -> tuple[str, str] | None:
+        """(file, class) whose body defines ``method`` for ``cls`` (its MRO, depth first)."""
+        seen = seen if seen is not None else set()
+        if (file, cls) in seen:
+            return None
+        seen.add((file, cls))
+        mod = self.modules.get(file)
+        if mod is None:
+            return None
+        if mod.method(cls, method) is not None:
+            return file, cls
+        for base in mod.bases(cls):
+            where = self.find_class(base, file)
+            if where is not None:
+                found = self.resolve_method(where[0], where[1], method, seen)
+                if found is not None:
+                    return found
+        return None
+
+    def mro_names(self, file: str, cls: str, depth: int = 0) -> set[str]:
+        mod = self.modules.get(file)
+        if mod is None or depth > 12:
+            return set()
+        names = {cls}
+        for base in mod.bases(cls):
+            names.add(base)
+            where = self.find_class(base, file)
+            if where is not None:
+                names |= self.mro_names(where[0], where[1], depth + 1)
+        return names
+
+
+def _placement_of(rel: _Release, file: str, cls: str, placements: dict[str, Any]) -> Any:
+    """The stack placement that serves entry class ``cls``: its ``self.model`` class's forward."""
+    inner = None
+    for owner in [(file, cls), *_bases_where(rel, file, cls)]:
+        inner = rel.modules[owner[0]].attribute_class(owner[1], "model")
+        if inner:
+            where = rel.find_class(inner, owner[0])
+            found = rel.resolve_method(where[0], where[1], "forward") if where else None
+            if found is not None:
+                key = f"{found[1]}.forward"
+                if key in placements.get(found[0], {}):
+                    return {"file": found[0], "forward": key}
+            break
+    own = placements.get(file, {})
+    if len(own) == 1:
+        (key,) = own
+        return {"file": file, "forward": key}
+    return {"ambiguous": f"no single decoder-stack forward found for {cls} (self.model = {inner})"}
+
+
+def _bases_where(rel: _Release, file: str, cls: str) -> list[tuple[str, str]]:
+    out = []
+    for base in rel.modules[file].bases(cls):
+        where = rel.find_class(base, file)
+        if where is not None:
+            out.append(where)
+    return out
+
+
+def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]:
+    """The table of one release, from its extracted sources under ``root``."""
+    rel = _Release(spec, root)
+    resolver = lambda callee: readings.resolve(callee, root)  # noqa: E731
+    functions: dict[str, dict[str, Any]] = {}
+    placements: dict[str, dict[str, Any]] = {}
+    for name, mod in rel.modules.items():
+        rows = {
+            f.qualname: probe_function(f, spec.model_dir + name)
+            for f in find_functions(mod.tree, spec.select_functions)
+        }
+        if rows:
+            functions[name] = rows
+        found = read_placement(mod.tree, rel.capture_helpers, resolver)
+        if found:
+            placements[name] = found
+    classes = _entry_table(rel, functions, placements)
+    files = sorted(set(functions) | set(placements) | {c["file"] for c in classes.values()})
+    model_files = {
+        f: {
+            "entry_classes": rel.modules[f].entry_classes,
+            "functions": functions.get(f, {}),
+            "placement": placements.get(f, {}),
+        }
+        for f in files
+    }
+    table: dict[str, Any] = {
+        "architectures": _architectures(rel, classes),
+        "classes": classes,
+        "framework": spec.name,
+        "grid": {
+            "layers": list(GRID_LAYERS),
+            "cases": {k: _case_doc(k) for k in grid_ids(61)},
+        },
+        "id_source": _id_source(spec, root),
+        "model_files": model_files,
+        "probe_format": PROBE_FORMAT,
+        "version": version,
+    }
+    wheel = root / "wheel.json"
+    if wheel.exists():
+        info = json.loads(wheel.read_text())
+        table["wheel"] = {"name": info["wheel"], "sha256": info["sha256"]}
+    return table
+
+
+def _case_doc(case: str) -> str:
+    docs = {
+        "none": "no ids (the setter is called with None)",
+        "empty": "[]",
+        "outputs_1_mid-1_L-4": "[1, L//2-1, L-4] (SpecForge default; [1, 15, 28] at L=32)",
+        "boundaries_2_mid_L-3": "[2, L//2, L-3] ([2, 30, 58] at L=61)",
+        "embedding_first": "[-1, 2, L//2] ([-1, 2, 30] at L=61)",
+        "max_is_L": "[2, L//2, L]",
+        "first_is_1_max_is_L": "[1, L//2, L]",
+        "unsorted": "[L-4, 1, L//2-1]",
+        "duplicate": "[1, 1, L-4]",
+    }
+    return docs[case]
+
+
+def _id_source(spec: FrameworkSpec, root: Path) -> dict[str, Any]:
+    rows = []
+    for rel_path in spec.reader_files:
+        tree = _parse(root / rel_path)
+        if tree is None:
+            continue
+        for func, cls in find_readers(tree):
+            row = probe_reader(func, cls, rel_path)
+            row["file"] = rel_path
+            rows.append(row)
+    evaluated = [r for r in rows if "precedence" in r]
+    out: dict[str, Any] = {"readers": rows}
+    out["precedence"] = evaluated[0]["precedence"] if evaluated else None
+    if evaluated:
+        out["precedence_from"] = f"{evaluated[0]['file']}:{evaluated[0]['function']}"
+    return out
+
+
+def _architectures(rel: _Release, classes: dict[str, Any]) -> dict[str, str]:
+    """Architecture name (a target config's ``architectures`` entry) -> entry-class key."""
+    out: dict[str, str] = {}
+    if rel.spec.registry_file:
+        tree = _parse(rel.root / rel.spec.registry_file)
+        for node in ast.walk(tree) if tree else ():
+            if isinstance(node, ast.Dict):
+                for k, v in zip(node.keys, node.values, strict=False):
+                    if (
+                        isinstance(k, ast.Constant)
+                        and isinstance(k.value, str)
+                        and isinstance(v, ast.Tuple)
+                        and len(v.elts) == 2
+                        and all(isinstance(e, ast.Constant) for e in v.elts)
+                    ):
+                        key = f"{v.elts[0].value}.py:{v.elts[1].value}"
+                        if key in classes:
+                            out.setdefault(k.value, key)
+    else:
+        for key in classes:
+            out.setdefault(key.split(":", 1)[1], key)
+    return dict(sorted(out.items()))
+
+
+def _entry_table(
+    rel: _Release, functions: dict[str, dict[str, Any]], placements: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Per entry class: the effective selection, default and placement, with the read chain."""
+    entries: list[tuple[str, str]] = []
+    if rel.spec.registry_file:
+        tree = _parse(rel.root / rel.spec.registry_file)
+        for node in ast.walk(tree) if tree else ():
+            if isinstance(node, ast.Tuple) and len(node.elts) == 2:
+                a, b = node.elts
+                if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
+                    if f"{a.value}.py" in rel.modules and isinstance(b.value, str):
+                        entries.append((f"{a.value}.py", b.value))
+    else:
+        for file, mod in rel.modules.items():
+            entries.extend((file, cls) for cls in mod.entry_classes)
+    out: dict[str, Any] = {}
+    for file, cls in sorted(set(entries)):
+        if cls not in rel.modules[file].classes:
+            continue
+        row = _entry(rel, file, cls, functions, placements)
+        if row is not None:
+            out[f"{file}:{cls}"] = row
+    return out
+
+
+def _function_row(
+    functions: dict[str, dict[str, Any]], where: tuple[str, str], name: str
+) -> dict[str, Any] | None:
+    return functions.get(where[0], {}).get(f"{where[1]}.{name}")
+
+
+def _entry(
+    rel: _Release,
+    file: str,
+    cls: str,
+    functions: dict[str, dict[str, Any]],
+    placements: dict[str, dict[str, Any]],
+    depth: int = 0,
+) -> dict[str, Any] | None:
+    spec = rel.spec
+    is_vllm = spec.registry_file is not None
+    if is_vllm and "SupportsEagle3" not in rel.mro_names(file, cls):
+        return None
+    where = rel.resolve_method(file, cls, spec.setter)
+    if where is None and not is_vllm:
+        return None
+    chain: list[str] = []
+    needs: list[str] = []
+    row = _function_row(functions, where, spec.setter) if where else None
+    if is_vllm and (where is None or row is None or "needs_reading" in row):
+        # SupportsEagle3.set_aux_hidden_state_layers routes to holder._set_aux_hidden_state_layers
+        chain.append("interfaces.py:SupportsEagle3.set_aux_hidden_state_layers (routing to the "
+                     "inner model's _set_aux_hidden_state_layers)")  # fmt: skip
+        inner = _vllm_holder_setter(rel, file, cls, functions)
+        if inner is None:
+            needs.append("no _set_aux_hidden_state_layers found for the inner model")
+            row = None
+        else:
+            chain.append(inner[0])
+            row = inner[1]
+    elif where is not None:
+        chain.append(f"{where[0]}:{where[1]}.{spec.setter} (line {row['line'] if row else '?'})")
+    selection: dict[str, Any] = {}
+    if row is None or "needs_reading" in row:
+        needs.append(row["needs_reading"] if row else f"{spec.setter} not found")
+    else:
+        selection = {k: row[k] for k in ("rule", "default", "last_rank_only", "raises_on")}
+        delegated = [s for s in row["sinks"] if s.endswith(f".{spec.setter}()")]
+        if delegated and where is not None:
+            attr = delegated[0].split(".")[1]  # self.<attr>.<setter>()
+            built_by = rel.modules[where[0]].attribute_class(where[1], attr)
+            found = rel.find_class(built_by, where[0]) if built_by else None
+            if found is None and attr == "model":
+                found = _sibling_setter(rel, where[0], where[1], functions)
+            if attr != "model":
+                sub = (
+                    _entry(rel, found[0], found[1], functions, placements, depth + 1)
+                    if found is not None and depth < 3
+                    else None
+                )
+                if sub is None:
+                    needs.append(
+                        f"delegates to self.{attr}, built by {built_by or '?'}(...): the class "
+                        f"is chosen at run time (not read statically)"
+                    )
+                    selection["delegates_to"] = attr
+                else:
+                    sub = dict(sub)
+                    sub["chain"] = [*chain, *sub["chain"]]
+                    sub["needs_reading"] = [*needs, *sub["needs_reading"]]
+                    return sub
+            else:
+                inner_where = rel.resolve_method(found[0], found[1], spec.setter) if found else None
+                inner_row = (
+                    _function_row(functions, inner_where, spec.setter) if inner_where else None
+                )
+                if inner_row is None or "needs_reading" in inner_row:
+                    why = inner_row.get("needs_reading") if inner_row else "not found"
+                    needs.append(f"delegates to self.model.{spec.setter} ({built_by}): {why}")
+                else:
+                    chain.append(
+                        f"{inner_where[0]}:{inner_where[1]}.{spec.setter} "
+                        f"(line {inner_row['line']}, rule {inner_row['rule']})"
+                    )
+                    if inner_row["rule"] != "identity":
+                        needs.append(f"inner setter rule {inner_row['rule']} composed with outer")
+                    if inner_row["raises_on"]:
+                        selection["inner_raises_on"] = inner_row["raises_on"]
+    if is_vllm:
+        selection["default"] = _vllm_default(rel, file, cls, functions, chain)
+    placement = _placement_of(rel, file, cls, placements)
+    if "ambiguous" in placement:
+        needs.append(placement["ambiguous"])
+    return {
+        "chain": chain,
+        "file": file,
+        "needs_reading": needs,
+        "placement": placement,
+        "selection": selection,
+    }
+
+
+def _sibling_setter(
+    rel: _Release, file: str, cls: str, functions: dict[str, dict[str, Any]]
+) -> tuple[str, str] | None:
+    """The one other class of ``file`` defining the setter (the inner model's)."""
+    others = [
+        q.split(".")[0]
+        for q in functions.get(file, {})
+        if q.endswith(f".{rel.spec.setter}") and q.split(".")[0] != cls
+    ]
+    return (file, others[0]) if len(others) == 1 else None
+
+
+def _vllm_holder_setter(
+    rel: _Release, file: str, cls: str, functions: dict[str, dict[str, Any]]
+) -> tuple[str, dict[str, Any]] | None:
+    inner = rel.modules[file].attribute_class(cls, "model")
+    where = rel.find_class(inner, file) if inner else None
+    if where is not None:
+        found = rel.resolve_method(where[0], where[1], "_set_aux_hidden_state_layers")
+        if found is not None:
+            row = _function_row(functions, found, "_set_aux_hidden_state_layers")
+            if row is not None:
+                return f"{found[0]}:{found[1]}._set_aux_hidden_state_layers", row
+    row = functions.get("interfaces.py", {}).get("EagleModelMixin._set_aux_hidden_state_layers")
+    if row is None:
+        return None
+    return "interfaces.py:EagleModelMixin._set_aux_hidden_state_layers", row
+
+
+def _vllm_default(
+    rel: _Release, file: str, cls: str, functions: dict[str, dict[str, Any]], chain: list[str]
+) -> str | None:
+    for getter in rel.spec.default_getters:
+        where = rel.resolve_method(file, cls, getter)
+        if where is None:
+            continue
+        row = _function_row(functions, where, getter)
+        if row is not None and "needs_reading" not in row:
+            chain.append(f"{where[0]}:{where[1]}.{getter} (default)")
+            return row["default"]
+    return None
+
+
+# -- stable JSON ------------------------------------------------------------------------------
+
+
+def dumps(table: dict[str, Any]) -> str:
+    """Stable JSON: sorted keys, two-space indent, lists of scalars on one line."""
+    text = json.dumps(table, indent=2, sort_keys=True, ensure_ascii=True)
+    return _inline_scalar_lists(text) + "\n"
+
+
+def _inline_scalar_lists(text: str) -> str:
+    out: list[str] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.endswith("[") and i + 1 < len(lines):
+            j = i + 1
+            items = []
+            while j < len(lines) and not lines[j].strip().startswith("]"):
+                item = lines[j].strip().rstrip(",")
+                if item.startswith(("{", "[")) or item.endswith(("{", "[")):
+                    break
+                items.append(item)
+                j += 1
+            if j < len(lines) and lines[j].strip().startswith("]") and len(items) <= 12:
+                closing = lines[j].strip()
+                joined = ", ".join(items)
+                if len(line) + len(joined) + len(closing) <= 120:
+                    out.append(f"{line}{joined}{closing}")
+                    i = j + 1
+                    continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)

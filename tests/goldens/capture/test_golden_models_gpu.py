@@ -1,0 +1,110 @@
+"""GPU goldens (``-m gpu``, ``tox -e gpu``): every ``MODEL_CASES`` capture on CUDA in bfloat16
+and float16, and — when ``EAGLE3_TARGET_MODEL`` and ``EAGLE3_DRAFT_CONFIG`` are set — a real
+checkpoint's capture. Stored in ``goldens/capture/test_golden_models_gpu/``; stats compare
+within the dtype's tolerance (``snapshot.DTYPE_RTOL``). Without CUDA the ``gpu`` tests skip with
+the reason; the unmarked tests here run the same record-building code on the CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from eagle3_contracts.golden_cases import (
+    MODEL_CASES,
+    ModelCase,
+    capture_record,
+    dtype_name,
+    model_case,
+    real_model_record,
+)
+from eagle3_contracts.snapshot import DTYPE_RTOL, GoldenExtension
+
+LOW_PRECISION = [pytest.param(d, id=dtype_name(d)) for d in (torch.bfloat16, torch.float16)]
+CASES = [pytest.param(case, id=case.name) for case in MODEL_CASES]
+NO_CUDA = "no CUDA device (torch.cuda.is_available() is False): GPU goldens run on a GPU host"
+
+
+@pytest.fixture
+def cuda() -> str:
+    """The CUDA device; skips with the reason (also when the eagle3_contracts plugin is off)."""
+    if not torch.cuda.is_available():
+        pytest.skip(NO_CUDA)
+    return "cuda"
+
+
+def assert_identity_holds(record: dict[str, Any]) -> None:
+    """A capture may only become a golden if every segment is the layer its contract says."""
+    found = [(s["identified"], s["near_miss"]) for s in record["segments"]]
+    assert found == [(n, None) for n in record["concat_order"]], found
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
+@pytest.mark.parametrize("case", CASES)
+def test_model_golden_gpu(case: ModelCase, dtype: torch.dtype, cuda: str, golden: Any) -> None:
+    record = capture_record(case, device=cuda, dtype=dtype)
+    assert_identity_holds(record)
+    assert record == golden
+
+
+@pytest.mark.gpu
+def test_real_model_golden(cuda: str, golden: Any) -> None:
+    model_dir = os.environ.get("EAGLE3_TARGET_MODEL")
+    draft = os.environ.get("EAGLE3_DRAFT_CONFIG")
+    if not model_dir or not draft:
+        pytest.skip(
+            "set EAGLE3_TARGET_MODEL (a local Hugging Face model directory, safetensors) and "
+            "EAGLE3_DRAFT_CONFIG (the drafter's config.json) to lock a real model's capture"
+        )
+    trained_with = os.environ.get("EAGLE3_TRAINED_WITH")
+    if not trained_with:
+        trained_with = "specforge"
+        warnings.warn(
+            "EAGLE3_TRAINED_WITH unset: the draft's ids are read as specforge reads them "
+            "(recorded in the golden's draft.trained_with)",
+            stacklevel=1,
+        )
+    record = real_model_record(model_dir, draft, trained_with=trained_with, device=cuda)
+    assert_identity_holds(record)
+    assert record == golden(name=Path(model_dir).name)
+
+
+# -- the same golden-writing path, exercised on the CPU ------------------------------------
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
+@pytest.mark.parametrize("name", ["synthetic-fused", "hf-llama"])
+def test_low_precision_records_on_cpu_take_the_gpu_path(name: str, dtype: torch.dtype) -> None:
+    """``capture_record`` in bf16/fp16 (what the GPU goldens store), run on CPU tensors."""
+    record = capture_record(model_case(name), device="cpu", dtype=dtype)
+    assert_identity_holds(record)
+    assert record["dtype"] == record["captured"]["dtype"] == dtype_name(dtype)
+    assert {s["dtype"] for s in record["segments"]} == {dtype_name(dtype)}
+    ext = GoldenExtension()
+    text = ext.serialize(record)
+    assert ext.matches(serialized_data=text, snapshot_data=text)
+    rtol = DTYPE_RTOL[dtype_name(dtype)]
+    for factor, ok in ((1 + rtol / 2, True), (1 + 3 * rtol, False)):
+        moved = json.loads(text)
+        moved["segments"][0]["stats"]["norm"] *= factor
+        assert ext.matches(serialized_data=json.dumps(moved), snapshot_data=text) is ok
+
+
+def test_real_model_record_on_cpu(tmp_path: Path) -> None:
+    """The real-checkpoint path (safetensors dir + draft config) on a tiny saved model."""
+    from eagle3_contracts.hf_models import build_tiny_hf, tiny_hf_config
+
+    model_dir = tmp_path / "tiny-llama"
+    build_tiny_hf(tiny_hf_config("llama", num_layers=6)).save_pretrained(model_dir)
+    draft = tmp_path / "draft.json"
+    draft.write_text(json.dumps({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 5]}}))
+    record = real_model_record(model_dir, draft, trained_with="specforge", device="cpu")
+    assert record["concat_order"] == [1, 2, 5]  # specforge reads output ids: canonical as-is
+    assert record["model"]["family"] == "llama" and record["model"]["num_layers"] == 6
+    assert_identity_holds(record)
+    again = real_model_record(model_dir, draft, trained_with="specforge", device="cpu")
+    assert GoldenExtension().drift(again, GoldenExtension().serialize(record)) == ()
