@@ -61,7 +61,7 @@ def _build(layers: int, hidden: int, dtype_name: str, groups: int, seed: int):
     return big.eval().requires_grad_(False)
 
 
-def _all_states(model, captured, input_ids, hidden: int) -> tuple[int | None, ...]:
+def _all_states(model, captured, input_ids, hidden: int, rtol: float) -> tuple[int | None, ...]:
     """The output_hidden_states approach: hold all L+1 states, then compare."""
     import torch
 
@@ -79,7 +79,7 @@ def _all_states(model, captured, input_ids, hidden: int) -> tuple[int | None, ..
                 for s in states
             ]
             best = min(range(len(errors)), key=errors.__getitem__)
-            found.append(best - 1 if errors[best] < 3e-2 else None)
+            found.append(best - 1 if errors[best] <= rtol else None)
     return tuple(found)
 
 
@@ -105,14 +105,24 @@ def worker(args: argparse.Namespace) -> None:
     except OSError:
         method = "VmHWM since process start (clear_refs unavailable: upper bound)"
     base_kb = _status_kb("VmRSS")
+
+    def approach() -> tuple[int | None, ...]:
+        if args.worker == "streaming":
+            ident = identify_segments(
+                captured, model, input_ids, hidden_size=args.hidden, rtol=args.rtol
+            )
+            return ident.layer_ids
+        return _all_states(model, captured, input_ids, args.hidden, args.rtol)
+
     t0 = time.perf_counter()
-    if args.worker == "streaming":
-        ident = identify_segments(captured, model, input_ids, hidden_size=args.hidden)
-        found = ident.layer_ids
-    else:
-        found = _all_states(model, captured, input_ids, args.hidden)
-    seconds = time.perf_counter() - t0
-    peak_kb = _status_kb("VmHWM")
+    found = approach()
+    times = [time.perf_counter() - t0]
+    peak_kb = _status_kb("VmHWM")  # the first run only: later runs reuse freed memory
+    for _ in range(args.repeats - 1):
+        t0 = time.perf_counter()
+        approach()
+        times.append(time.perf_counter() - t0)
+    seconds = min(times)
     print(
         json.dumps(
             {
@@ -149,6 +159,10 @@ def _run_worker(approach: str, args: argparse.Namespace, hidden: int, groups: in
         str(args.threads),
         "--seed",
         str(args.seed),
+        "--rtol",
+        str(args.rtol),
+        "--repeats",
+        str(args.repeats),
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
@@ -180,6 +194,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--rtol",
+        type=float,
+        default=1e-2,
+        help="match tolerance for both approaches; capture and reference are the same bf16 "
+        "computation here (error 0), and deep adjacent layers of this target differ by ~4%%, "
+        "which identify's bf16 default (3e-2, runner-up > 2 x rtol) calls ambiguous",
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=2,
+        help="time each approach this many times and keep the fastest (shared CPUs are noisy)",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the rows as JSON here")
     args = p.parse_args(argv)
     if args.worker:
@@ -190,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     configs += [(int(h), 0) for h in args.scaling.split(",") if h.strip()]
     print(
         f"synthetic target: {args.layers} layers, {args.dtype}, {args.tokens} tokens, "
-        f"ids {list(LAYER_IDS)}, torch threads {args.threads}, cpus {os.cpu_count()}"
+        f"ids {list(LAYER_IDS)}, torch threads {args.threads}, cpus {os.cpu_count()}, "
+        f"rtol {args.rtol:g}, time = fastest of {args.repeats}"
     )
     header = (
         f"{'hidden':>6} {'weights':>14} {'approach':>11} {'peak MB':>8} {'s/layer':>8} "

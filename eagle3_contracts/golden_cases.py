@@ -356,7 +356,7 @@ def _cases() -> tuple[ModelCase, ...]:
         ),
         # -- tiny random Hugging Face models ----------------------------------------------------
         *(
-            ModelCase(f"hf-{arch}", hf_arch=arch, layer_ids=(-1, 1, 3), why=why)
+            ModelCase(f"hf-{arch}", hf_arch=arch, layer_ids=(-1, 2, 3) if arch == "llama" else (-1, 1, 3), why=why)
             for arch, why in (
                 ("llama", "dense HF decoder"),
                 ("qwen3", "q/k-norm decoder"),

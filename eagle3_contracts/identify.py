@@ -117,18 +117,22 @@ class _Stats:
         return sorted(self.exact)[:2]
 
 
-def _metrics(seg: Tensor, ref: Tensor) -> tuple[float, float, float]:
-    """(relative error, cosine similarity, max abs error) over the given tokens, in fp32."""
-    a, b = seg.float().flatten(), ref.float().flatten()
+def _metrics(seg: Tensor, ref: Tensor, keep: Tensor | None) -> tuple[float, float, float]:
+    """(relative error, cosine similarity, max abs error) in fp32 over the tokens ``keep``
+    (``[B, T, 1]`` bool, ``None`` = all) selects. Works on views: O(1) full-width temporaries.
+    """
+    a, b = seg.float(), ref.float()
+    if keep is not None:  # masked_fill, not a product: garbage (inf, NaN) at padding is ignored
+        a, b = a.masked_fill(~keep, 0), b.masked_fill(~keep, 0)
     diff = a - b
-    ref_norm = b.norm().clamp_min(1e-12)
-    rel = (diff.norm() / ref_norm).item()
-    cos = (a @ b / (a.norm().clamp_min(1e-12) * ref_norm)).item()
+    b_norm = torch.linalg.vector_norm(b).clamp_min(1e-12)
+    rel = (torch.linalg.vector_norm(diff) / b_norm).item()
+    cos = ((a * b).sum() / (torch.linalg.vector_norm(a).clamp_min(1e-12) * b_norm)).item()
     return rel, cos, diff.abs().max().item() if diff.numel() else 0.0
 
 
-def _rel(seg: Tensor, ref: Tensor) -> float:
-    return _metrics(seg, ref)[0]
+def _rel(seg: Tensor, ref: Tensor, keep: Tensor | None) -> float:
+    return _metrics(seg, ref, keep)[0]
 
 
 def _hidden_size(model: nn.Module) -> int:
@@ -187,14 +191,11 @@ def identify_segments(
             field="captured",
         )
     rtol, rtol_source = _choose_rtol(rtol, captured, model)
-    mask = (
-        torch.ones(input_ids.shape, dtype=torch.bool, device=captured.device)
-        if attention_mask is None
-        else attention_mask.to(captured.device).bool()
-    )
-    both = mask[:, 1:] & mask[:, :-1]  # tokens whose neighbour is real too
-    segs = [captured[..., j * h : (j + 1) * h].detach() for j in range(k)]
-    flat = [seg[mask] for seg in segs]  # real tokens only, [n, H]
+    # real tokens ([B, T, 1]; None: all real), and tokens whose neighbour is real too
+    weight = None if attention_mask is None else attention_mask.to(captured.device).bool()
+    weight = None if weight is None or bool(weight.all()) else weight[..., None]
+    pair = None if weight is None else weight[:, 1:] & weight[:, :-1]
+    segs = [captured[..., j * h : (j + 1) * h].detach() for j in range(k)]  # views
     stats = [_Stats() for _ in range(k)]
     raw = _raw_embedding(model, input_ids)
     prev: dict[str, Tensor] = {}
@@ -202,20 +203,19 @@ def identify_segments(
 
     def observe(n: int, state: Tensor, extra: tuple[tuple[str, Tensor], ...] = ()) -> None:
         state = state.detach().to(captured.device)
-        ref = state[mask]
-        for seg, seg_flat, st in zip(segs, flat, stats, strict=True):
-            rel, cos, mx = _metrics(seg_flat, ref)
+        for seg, st in zip(segs, stats, strict=True):
+            rel, cos, mx = _metrics(seg, state, weight)
             st.exact.append((rel, n, cos, mx))
-            if both.any():
-                st.near.append((_rel(seg[:, 1:][both], state[:, :-1][both]), SHIFTED_LEFT, n))
-                st.near.append((_rel(seg[:, :-1][both], state[:, 1:][both]), SHIFTED_RIGHT, n))
+            if state.shape[1] > 1:
+                st.near.append((_rel(seg[:, 1:], state[:, :-1], pair), SHIFTED_LEFT, n))
+                st.near.append((_rel(seg[:, :-1], state[:, 1:], pair), SHIFTED_RIGHT, n))
             for label, cand in extra:
-                st.near.append((_rel(seg_flat, cand.detach().to(captured.device)[mask]), label, n))
+                st.near.append((_rel(seg, cand.detach().to(captured.device), weight), label, n))
 
     def on_state(n: int, state: Tensor) -> None:
         extra: list[tuple[str, Tensor]] = []
         if n == EMBEDDING:
-            if raw is not None and raw.shape == state.shape and _rel(raw[mask], state[mask]) > rtol:
+            if raw is not None and raw.shape == state.shape and _rel(raw, state, weight) > rtol:
                 extra.append((RAW_EMBED, raw))
         elif "stream" in prev:
             extra.append((DELTA, state - prev["stream"]))
@@ -241,8 +241,8 @@ def identify_segments(
         out = output[0] if isinstance(output, (tuple, list)) else output
         if isinstance(out, Tensor) and out.shape == segs[0].shape and not normed:
             normed.append(True)
-            for seg, st in zip(flat, stats, strict=True):
-                st.near.append((_rel(seg, out.detach()[mask]), FINAL_NORM, num_layers - 1))
+            for seg, st in zip(segs, stats, strict=True):
+                st.near.append((_rel(seg, out.detach(), weight), FINAL_NORM, num_layers - 1))
 
     # Registered before layer_hooks' own: torch runs forward hooks in registration order.
     handles = [layer.register_forward_hook(fused_hidden_hook) for layer in layers]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal, NamedTuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -224,12 +224,35 @@ class SyntheticTarget(nn.Module):
         """The final norm of the stream (what ``forward`` returns)."""
         return self.norm(self.stream(state))
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """Post-norm last hidden state ``[B, T, H]``."""
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        output_hidden_states: bool = False,
+    ) -> Tensor | SyntheticOutput:
+        """Post-norm last hidden state ``[B, T, H]``.
+
+        ``output_hidden_states=True`` returns a ``SyntheticOutput`` with all L + 1 states the
+        Hugging Face way (the last one post-norm), for comparisons with HF-style capture.
+        """
         state = self.enter(input_ids, attention_mask)
+        kept = [self.stream(state)] if output_hidden_states else None
         for i in range(len(self.layers)):
             state = self.run_layer(i, state, attention_mask)
-        return self.finish(state)
+            if kept is not None:
+                kept.append(self.stream(state))
+        last = self.finish(state)
+        if kept is None:
+            return last
+        kept[-1] = last
+        return SyntheticOutput(last, tuple(kept))
+
+
+class SyntheticOutput(NamedTuple):
+    """``forward(..., output_hidden_states=True)``: HF-style outputs."""
+
+    last_hidden_state: Tensor
+    hidden_states: tuple[Tensor, ...]  # [0] entry state, [N + 1] layer N, [L] post-norm
 
 
 def _positions(input_ids: Tensor, attention_mask: Tensor | None) -> Tensor:

@@ -160,7 +160,7 @@ def resolve(
 
     if -1 in ids and conv.embedding_caveat:
         notes.append(f"embedding requested: {conv.embedding_caveat}")
-    ids, pp_dropped = _pipeline(conv, ids, partition, notes)
+    ids, pp_dropped = _pipeline(conv, ids, n, partition, notes)
     return CapturePlan(
         system=conv.name,
         layer_ids=ids,
@@ -293,33 +293,41 @@ def _capture(
 def _pipeline(
     conv: Convention,
     ids: tuple[int, ...],
+    n: int,
     partition: LayerPartition | None,
     notes: list[str],
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    if partition is None or partition.pp_size == 1:
+    if partition is None:
+        return ids, ()
+    if partition.num_layers != n:
+        raise ContractError(
+            f"the pipeline partition covers {partition.num_layers} layers but the target has {n}",
+            field="partition",
+        )
+    if partition.pp_size == 1:
         return ids, ()
     behaviour = conv.pipeline_parallel
     last = partition.pp_size - 1
 
-    def capture_stage(n: int) -> int:
+    def capture_stage(layer: int) -> int:
         # a before-layer capture of canonical N runs where layer N + 1 runs
-        if conv.captures_before_layer and n + 1 < partition.num_layers:
-            return partition.stage_of(n + 1)
-        return partition.stage_of(n)
+        if conv.captures_before_layer and layer + 1 < n:
+            return partition.stage_of(layer + 1)
+        return partition.stage_of(layer)
 
-    early = tuple(n for n in ids if capture_stage(n) != last)
+    early = tuple(i for i in ids if capture_stage(i) != last)
     if behaviour is PipelineParallel.LAST_STAGE_ONLY:
         if early:
             notes.append(
                 f"pipeline parallel ({partition.describe()}): {conv.system} captures only on the "
-                f"last stage; {', '.join(describe(n, partition.num_layers) for n in early)} "
+                f"last stage; {', '.join(describe(i, n) for i in early)} "
                 f"are captured on earlier stages and dropped"
             )
-        return tuple(n for n in ids if n not in early), early
+        return tuple(i for i in ids if i not in early), early
     if behaviour is PipelineParallel.DEPENDS and early:
         notes.append(
             f"pipeline parallel ({partition.describe()}): "
-            f"{', '.join(describe(n, partition.num_layers) for n in early)} are captured on "
+            f"{', '.join(describe(i, n) for i in early)} are captured on "
             f"earlier stages; whether they reach the drafter depends on the release (see the "
             f"registry notes for {conv.name})"
         )

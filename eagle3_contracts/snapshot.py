@@ -273,15 +273,24 @@ def _rms(stats: Mapping[str, Any], context: Mapping[str, Any] | None) -> float:
     return abs(float(norm)) / math.sqrt(numel) if numel > 0 else 0.0
 
 
+IDENTITY_FIELDS = frozenset({"layer_id", "identified", "near_miss", "system", "layer_ids"})
+"""Fields whose drift makes the same part's stats drift a consequence, not news."""
+
+
 def render_drift(drifts: Sequence[Drift]) -> list[str]:
-    """Human lines for a list of drifts (what the failing assertion prints)."""
-    return [
-        f"golden drift: {len(drifts)} difference(s) (identity, order, shapes and dtypes compare "
-        f"exactly; stats within the rtol of their dtype)",
-        *(f"  {d}" for d in drifts),
-        "If the change is intended, regenerate serially (pytest ... --snapshot-update -n 0) "
-        "and review the JSON diff.",
-    ]
+    """Human lines for a list of drifts: what a failing golden assertion prints.
+
+    Short enough for pytest's untruncated assertion report: stats of a part whose identity
+    already drifted are counted, not listed; exact differences come before numeric ones.
+    """
+    changed = {d.where for d in drifts if d.field in IDENTITY_FIELDS}
+    shown = [d for d in drifts if not (d.where in changed and d.field.startswith(STATS_KEY))]
+    hidden = len(drifts) - len(shown)
+    shown.sort(key=lambda d: d.field.startswith(STATS_KEY))  # stable: record order kept
+    head = f"golden drift: {len(shown)} difference(s)"
+    if hidden:
+        head += f" (+{hidden} stats of those segments)"
+    return [head, *(f"  {d}" for d in shown)]
 
 
 def _parse(text: Any) -> tuple[dict[str, Any] | None, str]:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from .contract import ORDERS, CaptureContract
+from .errors import ContractError
 from .layer_ids import check_num_layers
 from .models import STYLES, SyntheticConfig, SyntheticTarget, build_synthetic
 
@@ -241,11 +242,14 @@ def draft_configs(
     drawn (their meaning is the schema's system's); by default three ids in ``[0, L)``.
     """
 
+    if not isinstance(schema, SearchStrategy) and schema not in SCHEMAS:
+        raise ContractError(
+            f"schema must be one of {', '.join(SCHEMAS)}, got {schema!r}", field="schema"
+        )
+
     @st.composite
     def draw(data: st.DrawFn) -> dict[str, Any]:
         kind = data(_s(schema))
-        if kind not in SCHEMAS:
-            raise ValueError(f"schema must be one of {SCHEMAS}, got {kind!r}")
         n = data(_s(num_target_layers))
         ids = (
             data(_ids_strategy(n, min_size=3, max_size=3, allow_embedding=False, sorted_=True))

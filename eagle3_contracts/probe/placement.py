@@ -50,6 +50,7 @@ class Site:
 
 _OFFSETS = {  # (where, index) -> boundary - element
     ("before stack", "start"): 0,
+    ("before stack", "0"): 0,
     ("before layer", "i"): 0,
     ("into layer", "i"): 0,
     ("after layer", "i+1"): 0,
@@ -58,6 +59,7 @@ _OFFSETS = {  # (where, index) -> boundary - element
 }
 _SPANS = {  # (where, index) -> reachable elements, as (lo, hi) with L = number of layers
     ("before stack", "start"): ("0", "0"),
+    ("before stack", "0"): ("0", "0"),
     ("before layer", "i"): ("0", "L-1"),
     ("into layer", "i"): ("0", "L-1"),
     ("after layer", "i+1"): ("1", "L"),

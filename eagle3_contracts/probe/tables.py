@@ -350,6 +350,7 @@ def _entry(
         return None
     chain: list[str] = []
     needs: list[str] = []
+    grid_from: str | None = None  # "file:Class.method" whose grid holds the capture-set elements
     row = _function_row(functions, where, spec.setter) if where else None
     if is_vllm and (where is None or row is None or "needs_reading" in row):
         # SupportsEagle3.set_aux_hidden_state_layers routes to holder._set_aux_hidden_state_layers
@@ -361,9 +362,11 @@ def _entry(
             row = None
         else:
             chain.append(inner[0])
+            grid_from = inner[0]
             row = inner[1]
     elif where is not None:
         chain.append(f"{where[0]}:{where[1]}.{spec.setter} (line {row['line'] if row else '?'})")
+        grid_from = f"{where[0]}:{where[1]}.{spec.setter}"
     selection: dict[str, Any] = {}
     if row is None or "needs_reading" in row:
         needs.append(row["needs_reading"] if row else f"{spec.setter} not found")
@@ -418,6 +421,7 @@ def _entry(
     return {
         "chain": chain,
         "file": file,
+        "grid_from": grid_from,
         "needs_reading": needs,
         "placement": placement,
         "selection": selection,

@@ -136,7 +136,8 @@ def test_only_real_tokens_are_compared():
     mask = torch.ones_like(ids)
     mask[0, -3:] = 0
     state = capture_states(model, ids, (2,), attention_mask=mask)[2].clone()
-    state[0, -3:] = 1e4  # garbage at padding positions
+    state[0, -3:] = float("nan")  # garbage at padding positions
+    state[0, -1] = float("inf")
     (match,) = identify_segments(state, model, ids, attention_mask=mask)
     assert match.layer_id == 2
 

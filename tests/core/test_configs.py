@@ -150,3 +150,18 @@ def test_arbitrary_bytes_never_escape_untyped(blob: bytes) -> None:
         for reader in (read_draft_config, read_target_config):
             with contextlib.suppress(ConfigError):
                 reader(path)
+
+
+@MANY
+@given(
+    st.sampled_from(("eagle_config", "top-level", "speculators")).flatmap(
+        lambda s: draft_configs(schema=s)
+    ),
+    targets(),
+    st.lists(st.integers(-(2**70), 2**70) | st.integers(-3, 100), min_size=1, max_size=6),
+)
+def test_any_integer_ids_resolve_or_raise_typed(draft: dict, target: dict, ids: list[int]) -> None:
+    holder = draft["eagle_config"] if isinstance(draft.get("eagle_config"), dict) else draft
+    holder[IDS_FIELD] = ids
+    with contextlib.suppress(ConfigError, ContractError):
+        pipeline(draft, target)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from eagle3_contracts import ContractError, conventions, from_canonical, to_canonical
+from eagle3_contracts import ContractError, conventions, from_canonical, resolve, to_canonical
 from eagle3_contracts.conventions import Convention, OffsetRule
 
 
@@ -102,6 +102,9 @@ def test_default(name: str) -> None:
     assert c.concat_order == f.order
     if f.default is not None:
         assert str(L) in c.describe_default(L)
+        plan = resolve({}, {"num_hidden_layers": L, "hidden_size": 8}, name)
+        assert tuple(sorted(plan.layer_ids)) == f.default and plan.native_ids is None
+        assert plan.notes, "a default that applies is reported"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -172,6 +172,11 @@ def test_sglang_drops_ids_captured_on_earlier_stages() -> None:
     assert "last pipeline stage" in findings[0].fix
 
 
+def test_partition_must_match_the_target() -> None:
+    with pytest.raises(ContractError, match="covers 60 layers"):
+        resolve(nested(2, 30, 58), KIMI, "sglang", partition=LayerPartition((30, 30)))
+
+
 def test_vllm_pipeline_behaviour_is_reported_not_assumed() -> None:
     part = LayerPartition.even(61, 4)
     plan = resolve(top(3, 31, 59), KIMI, "vllm", partition=part)

@@ -119,4 +119,4 @@ def test_a_broken_capture_fails_its_golden_naming_the_segment(
     lines = [line.strip() for line in ext.diff_lines(received, stored)]
     for line in expected:
         assert line in lines, "\n".join(lines)
-    assert all(line.startswith(("segment", "golden drift", "If the change")) for line in lines)
+    assert all(line.startswith(("segment", "golden drift")) for line in lines), lines

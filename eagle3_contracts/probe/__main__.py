@@ -1,0 +1,188 @@
+"""``python -m eagle3_contracts.probe {refresh,check,bisect,table}``.
+
+refresh  probe releases (default: every known one) and write their tables to the goldens *and*
+         the package data (one source of truth, written twice, kept byte-equal by a test)
+check    probe releases and compare with the committed goldens; also probe the newest release
+         on the index (--new) and compare its behaviour with the newest golden of its framework;
+         exit 1 on any difference (the drift alarm run by ``tox -e registry``)
+bisect   find the newest release whose draft-config reader behaves like an old one
+table    render the README table from the committed tables (offline)
+
+refresh, check and bisect need the package index; table does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import fetch, render
+from .frameworks import FRAMEWORKS, KNOWN_RELEASES
+from .tables import build_table, dumps
+
+PACKAGE_DATA = Path(__file__).resolve().parent.parent / "registry_data"
+GOLDENS = Path("goldens") / "registry"
+
+
+def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
+    if args.release:
+        out = []
+        for item in args.release:
+            framework, sep, version = item.partition("==")
+            if not sep or framework not in FRAMEWORKS:
+                raise SystemExit(f"--release takes framework==version, e.g. sglang==0.5.23: {item}")
+            out.append((framework, version))
+        return out
+    return [(fw, v) for fw, versions in KNOWN_RELEASES.items() for v in versions]
+
+
+def _newest(framework: str) -> str:
+    versions = fetch.index_versions(FRAMEWORKS[framework])
+    plain = [v for v in versions if all(p.isdigit() for p in v.split("."))]
+    return max(plain or versions, key=fetch.version_key)
+
+
+def _probe(framework: str, version: str, cache: Path) -> dict:
+    spec = FRAMEWORKS[framework]
+    root = fetch.fetch(spec, version, cache)
+    print(f"probed {framework}=={version}", file=sys.stderr)
+    return build_table(spec, version, root)
+
+
+def cmd_refresh(args: argparse.Namespace) -> int:
+    releases = _releases(args)
+    if args.new:
+        releases += [(fw, _newest(fw)) for fw in FRAMEWORKS]
+    for framework, version in dict.fromkeys(releases):
+        text = dumps(_probe(framework, version, args.cache))
+        for folder in (args.goldens, PACKAGE_DATA):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{framework}-{version}.json").write_text(text)
+    return 0
+
+
+def _golden(goldens: Path, framework: str, version: str) -> dict | None:
+    path = goldens / f"{framework}-{version}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    problems: list[str] = []
+    releases = _releases(args)
+    if args.new:
+        releases += [(fw, _newest(fw)) for fw in FRAMEWORKS]
+    for framework, version in dict.fromkeys(releases):
+        label = f"{framework}=={version}"
+        new = _probe(framework, version, args.cache)
+        old = _golden(args.goldens, framework, version)
+        if old is not None:
+            problems += render.diff(old, json.loads(dumps(new)), label)
+            continue
+        known = sorted(
+            (p.stem.split("-", 1)[1] for p in args.goldens.glob(f"{framework}-*.json")),
+            key=fetch.version_key,
+        )
+        older = [v for v in known if fetch.version_key(v) < fetch.version_key(version)]
+        if not older:
+            problems.append(f"{label}: no golden and no older golden to compare with")
+            continue
+        base = _golden(args.goldens, framework, older[-1])
+        assert base is not None
+        changes = render.diff(render.behaviour(base), render.behaviour(new), label)
+        problems += changes or [f"{label}: new release, behaviour as {older[-1]} (add it)"]
+    for line in problems:
+        print(line)
+    return 1 if problems else 0
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    spec = FRAMEWORKS[args.framework]
+    versions = sorted(
+        (v for v in fetch.index_versions(spec) if all(p.isdigit() for p in v.split("."))),
+        key=fetch.version_key,
+    )
+    lo, hi = versions.index(args.old), versions.index(args.new)
+
+    def precedence(version: str) -> list[str] | None:
+        try:
+            return _probe(spec.name, version, args.cache)["id_source"]["precedence"]
+        except fetch.FetchError as exc:
+            print(f"skip {version}: {exc}", file=sys.stderr)
+            return None
+
+    want = precedence(versions[lo])
+    if precedence(versions[hi]) == want:
+        print(f"{spec.name} {versions[hi]} still reads {want}")
+        return 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        got = precedence(versions[mid])
+        if got is None:  # no wheel for this platform: narrow from the top instead
+            versions.pop(mid)
+            hi -= 1
+            continue
+        lo, hi = (mid, hi) if got == want else (lo, mid)
+    print(f"newest {spec.name} reading {want}: {versions[lo]}")
+    print(f"first {spec.name} reading {precedence(versions[hi])}: {versions[hi]}")
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    tables = [
+        json.loads((args.data / f"{fw}-{v}.json").read_text())
+        for fw, versions in KNOWN_RELEASES.items()
+        for v in versions
+    ]
+    text = HEADER + render.readme_table(tables) + FOOTER
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+HEADER = """\
+<!-- generated by `python -m eagle3_contracts.probe table --out docs/readme/registry.md`
+     from the committed release tables; do not edit by hand -->
+Canonical layers (`N` = output of layer `N`, `-1` = embedding) that each release feeds a drafter
+whose ids sit where that release reads them. `✗b` = boundary never captured (layer `b`'s output
+is dropped); `crash(-1)` = the embedding is requested but the loop computes `hidden_states +
+None`.
+
+"""
+FOOTER = ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eagle3_contracts.probe", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("refresh", "check"):
+        p = sub.add_parser(name)
+        p.add_argument("--release", action="append", help="framework==version (repeatable)")
+        p.add_argument("--new", action="store_true", help="also the newest release on the index")
+        p.add_argument("--cache", type=Path, default=fetch.DEFAULT_CACHE)
+        p.add_argument("--goldens", type=Path, default=GOLDENS)
+    p = sub.add_parser("bisect")
+    p.add_argument("framework", choices=sorted(FRAMEWORKS))
+    p.add_argument("--old", required=True, help="a release with the old behaviour")
+    p.add_argument("--new", required=True, help="a release with the new behaviour")
+    p.add_argument("--cache", type=Path, default=fetch.DEFAULT_CACHE)
+    p = sub.add_parser("table")
+    p.add_argument("--data", type=Path, default=PACKAGE_DATA)
+    p.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    handler = {"refresh": cmd_refresh, "check": cmd_check, "bisect": cmd_bisect,
+               "table": cmd_table}[args.command]  # fmt: skip
+    try:
+        return handler(args)
+    except fetch.FetchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
