@@ -207,8 +207,9 @@ def layer_hooks(
 ) -> Iterator[None]:
     """Call ``on_state(id, stream)`` for each canonical id as the forward produces it.
 
-    ``stop_after``: raise internally after that id (the ``with`` body must catch
-    ``StopForward`` via ``forward_until``). Hooks are removed on exit, whatever happens.
+    ``stop_after``: end the forward right after that id's state (run the forward with
+    ``forward_until``, which treats that stop as done). Hooks are removed on exit, whatever
+    happens.
     """
     handles = []
     try:

@@ -216,7 +216,7 @@ def _run(
             "5. correct serving capture [2, 30, 58]",
             "pass",
             "pass" if report.ok else "mismatch",
-            report.render_text(),
+            report.render_text(brief=True),
             report,
         )
     )
@@ -230,7 +230,7 @@ def _run(
             f"6. sglang#25454: ids {list(TRAINED)} served as canonical {list(early)}",
             "mismatch",
             "pass" if report.ok else "mismatch",
-            report.render_text(),
+            report.render_text(brief=True),
             report,
         )
     )

@@ -177,8 +177,8 @@ def describe_difference(
                 Difference(
                     K.SHIFTED.value,
                     f"every segment is {abs(d)} layer{'s' * (abs(d) != 1)} "
-                    f"{'early' if d < 0 else 'late'}: {got_name} holds {_ids(got)} where "
-                    f"{want_name} has {_ids(want)} ({cause})",
+                    f"{'early' if d < 0 else 'late'}: {got_name} holds {_ids(got)}, "
+                    f"{want_name} {_ids(want)} ({cause})",
                     tuple(got),  # type: ignore[arg-type]
                 )
             )
@@ -398,11 +398,14 @@ class DiagnoseReport:
             "exit_code": self.exit_code,
         }
 
-    def render_text(self) -> str:
-        lines = [f"target: {self.target}"]
-        lines += [f"note: {n}" for n in self.notes]
+    def render_text(self, *, brief: bool = False) -> str:
+        """The report; ``brief`` drops the target lines and shows OK dumps in one line."""
+        lines = [] if brief else [f"target: {self.target}", *(f"note: {n}" for n in self.notes)]
         for i, d in enumerate(self.dumps, 1):
             role = f" ({d.role})" if d.role else ""
+            if brief and d.ok:
+                lines += ["", f"dump {i}{role}: {d.source}: OK, canonical {_ids(d.found)}"]
+                continue
             lines += ["", f"dump {i}{role}: {d.source}", f"  {d.shape}"]
             if d.own_claim is not None:
                 lines.append(f"  its metadata: {d.own_claim.describe()}")
@@ -494,15 +497,26 @@ def diagnose_dump(
     from .identify import identify_segments
 
     check_dump_against_target(dump, target)
-    own = resolve_claim(
-        dump.layer_ids,
-        dump.convention,
-        target.num_layers,
-        basis="dump metadata",
-        model_type=target.model_type,
-        architectures=target.architectures,
-    )
-    expected = own if claim is None else claim
+    own: Claim | None
+    try:
+        own = resolve_claim(
+            dump.layer_ids,
+            dump.convention,
+            target.num_layers,
+            basis="dump metadata",
+            model_type=target.model_type,
+            architectures=target.architectures,
+        )
+    except ContractError as exc:
+        if claim is None:
+            raise ContractError(
+                f"{dump.source}: its claim {list(dump.layer_ids)} in {dump.convention} names no "
+                f"canonical layers ({exc}); check it against --ids/--convention or --contract",
+                field="layer_ids",
+            ) from None
+        own = None
+    expected = claim if claim is not None else own
+    assert expected is not None
     ident: SegmentIdentification = identify_segments(
         dump.captured, target.model, dump.input_ids, hidden_size=dump.hidden_size, rtol=rtol
     )
@@ -529,7 +543,8 @@ def diagnose_dump(
         got_name="dump",
         got_labels=[s.label for s in segments],
     )
-    cause = fix = None
+    cause: str | None = None
+    fix: str | None = None
     if (
         findings
         and all(n is None for n in found)
@@ -547,6 +562,11 @@ def diagnose_dump(
         cause = (
             "wrong target: a different checkpoint, a different random-init seed, or input_ids "
             "that are not the tokens the states came from"
+        )
+    elif findings and own is None:
+        cause = (
+            f"its own claim {list(dump.layer_ids)} in {dump.convention} names no canonical "
+            f"layer, so the capture cannot be what {expected.basis} expects"
         )
     elif findings:
         cause, fix = _cause_and_fix(dump, own, expected, found, target)

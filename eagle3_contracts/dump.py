@@ -183,7 +183,7 @@ def write_dump(
         if not tensor.dtype.is_floating_point:
             raise DumpError(
                 f"captured tensor {name!r} has dtype {str(tensor.dtype).removeprefix('torch.')}; "
-                f"hidden states must be floating point ({', '.join(FLOAT_DTYPES)})",
+                f"hidden states must be one of ({', '.join(FLOAT_DTYPES)})",
                 source=source,
             )
     if layout != "concatenated" and hidden_size is None and tensors:
@@ -402,7 +402,7 @@ def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], sou
         dtype = str(t.dtype).removeprefix("torch.")
         if dtype not in FLOAT_DTYPES:
             raise DumpError(
-                f"tensor {name!r} has dtype {dtype}; hidden states must be floating point "
+                f"tensor {name!r} has dtype {dtype}; hidden states must be one of "
                 f"({', '.join(FLOAT_DTYPES)})",
                 source=source,
             )

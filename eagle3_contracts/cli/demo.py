@@ -6,8 +6,8 @@ import argparse
 
 COMMAND = "demo"
 HELP = (
-    "Replay the Kimi-K2.5 story on a tiny random-init DeepSeek-V3-shaped model: a shapes-only "
-    "check passes, the diagnosis names the real fault (exit 0 when it behaves as scripted)."
+    "replay the Kimi-K2.5 story on a tiny DeepSeek-V3-shaped model: shapes pass, the diagnosis "
+    "names the fault (exit 0 when it behaves as scripted)"
 )
 
 

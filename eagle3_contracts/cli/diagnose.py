@@ -8,8 +8,8 @@ from pathlib import Path
 
 COMMAND = "diagnose"
 HELP = (
-    "Re-run the target on a dump's tokens, identify the layer each captured segment really "
-    "is, and check it against the dump's claim, a contract, or a second (serving) dump."
+    "identify which target layer each segment of a hidden-state dump really is, against its "
+    "claim, a contract or a second (serving) dump"
 )
 
 DEFAULT_SEED = 0

@@ -217,7 +217,8 @@ def convention_from_table(table: dict[str, Any], key: str) -> Convention:
     framework, version = table["framework"], table["version"]
     release = f"{framework}=={version}"
     row = table["classes"][key]
-    file, cls = key.split(":", 1)
+    cls = key.split(":", 1)[1]
+    file = row["file"]  # the file whose rule applies (a wrapper's language-model file)
     where = f"{release} {file} ({cls})"
     selection = row["selection"]
     placement = _placement(table, row)
@@ -226,7 +227,9 @@ def convention_from_table(table: dict[str, Any], key: str) -> Convention:
     if rule not in _RULES:
         problems.append(f"selection rule {rule!r} has no registry equivalent")
     if placement.get("boundary_minus_element") != 0:
-        problems.append(f"placement {placement.get('ambiguous') or placement} is not boundary-exact")
+        problems.append(
+            f"placement {placement.get('ambiguous') or placement} is not boundary-exact"
+        )
     default = _DEFAULTS.get(selection.get("default") or "")
     if default is None:
         problems.append(f"no-ids default {selection.get('default')!r} has no registry equivalent")
@@ -281,8 +284,9 @@ def convention_from_table(table: dict[str, Any], key: str) -> Convention:
         "release": release,
     }
     optional = {
-        "captures_before_layer": any(s["where"] in ("before layer", "into layer")
-                                     for s in placement["sites"]),  # fmt: skip
+        "captures_before_layer": any(
+            s["where"] in ("before layer", "into layer") for s in placement["sites"]
+        ),
         "pp_split_rule": framework,
         "embedding_caveat": "" if embedding == "captured" else embedding,
     }

@@ -2,7 +2,7 @@
 
 * ``partition`` (torch-free): ``LayerPartition`` (the engines' split rules, explicit
   partitions), ``stage_ownership``, ``pipeline_risks``.
-* ``launch``: ``ProcessGroupPool``, S spawned CPU processes in one gloo group, reused for many
+* ``launch``: ``ProcessGroupPool``, S CPU processes in one gloo group, reused for many
   jobs.
 * ``pipeline``: ``verify_pipeline_capture`` / ``pipeline_capture`` / ``run_pipeline`` and the
   ``REFERENCE`` system; ``faults``: the real bugs as systems (``PIPELINE_FAULTS``).

@@ -3,7 +3,8 @@
 Each ``PipelineFault`` is data: the faulty ``PipelineSystem``, the public report it reproduces,
 the words its diagnosis must contain, and ``affects(contract, partition)`` -- whether the bug
 changes the capture for a layout at all (a stage-local loop is harmless when every id lives on
-stage 0). Tests iterate ``PIPELINE_FAULTS``: affected layouts must be rejected with that
+stage 0). The faulty systems concatenate what reaches the last stage in arrival order, as the
+engines do, so ``affects`` holds for ascending contracts. Tests iterate ``PIPELINE_FAULTS``: affected layouts must be rejected with that
 diagnosis, unaffected ones must pass. The tensor-parallel fault (a rank capturing before its
 all-reduce) is ``eagle3_contracts.parallel.tensor.BEFORE_ALL_REDUCE``.
 """
@@ -86,7 +87,7 @@ class PipelineFault:
 
     # -- the fault ----------------------------------------------------------------------
     system: PipelineSystem
-    attribute: str  # its name in this module (how the spawned ranks find it)
+    attribute: str  # its name in this module (how the ranks find it)
     # -- expectations -------------------------------------------------------------------
     diagnosis: str  # words every finding list for an affected layout contains
     affects: Callable[[CaptureContract, LayerPartition], bool] = field(repr=False)  # changes it?
@@ -101,21 +102,18 @@ PIPELINE_FAULTS: tuple[PipelineFault, ...] = (
         STAGE_LOCAL,
         "STAGE_LOCAL",
         "stage-local indexing (vllm#36151)",
-        lambda c, p: bool(
-            pipeline_risks(c.layer_ids, p).stage_local_lost
-            or pipeline_risks(c.layer_ids, p).stage_local_wrong
-        ),
+        lambda c, p: pipeline_risks(c.layer_ids, p).stage_local_affected,
     ),
     PipelineFault(
         LAST_STAGE_ONLY,
         "LAST_STAGE_ONLY",
         "last-stage-only capture (sglang#39644)",
-        lambda c, p: bool(pipeline_risks(c.layer_ids, p).last_stage_only_lost),
+        lambda c, p: pipeline_risks(c.layer_ids, p).last_stage_only_affected,
     ),
     PipelineFault(
         DROP_AUX,
         "DROP_AUX",
         "dropped at a stage boundary (vllm#45985)",
-        lambda c, p: bool(pipeline_risks(c.layer_ids, p).dropped_at_boundary),
+        lambda c, p: pipeline_risks(c.layer_ids, p).last_stage_only_affected,
     ),
 )

@@ -1,14 +1,17 @@
 """Real multi-process ``torch.distributed`` runs on CPU: a reusable pool of gloo ranks.
 
-``ProcessGroupPool(world_size)`` spawns ``world_size`` processes once, joins them in one gloo
-process group on ``127.0.0.1`` (the parent hosts the rendezvous store on a free port, so no port
-is guessed), and then runs any number of jobs on them::
+``ProcessGroupPool(world_size)`` starts ``world_size`` processes once (forked from a
+``multiprocessing`` fork server that has imported torch, so only the first pool of a session
+pays for the import; ``spawn`` where there is no fork server), joins them in one gloo process
+group on ``127.0.0.1`` (the parent hosts the rendezvous store on a free port, so no port is
+guessed), and then runs any number of jobs on them::
 
     with ProcessGroupPool(4) as pool:
         results = pool.run(my_job, layout=...)   # one result per rank, rank 0 first
 
 A job is a top-level function ``fn(ctx: RankContext, **kwargs)`` importable by module path (the
-ranks are spawned, so they import it by name). Many layouts can run on one pool: a job that
+ranks are separate processes and import it by name). Scripts that start a pool need the
+``if __name__ == "__main__":`` guard, as with any ``multiprocessing`` start method but fork. Many layouts can run on one pool: a job that
 needs fewer ranks lets the others return ``None`` at once, and ``ctx.group(k)`` gives the
 sub-group of ranks ``0..k-1`` (created once at start-up) for collectives over fewer ranks.
 
@@ -30,6 +33,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ContractError
+
+PRELOAD = (
+    "torch",
+    "torch.distributed",
+    "eagle3_contracts.parallel.pipeline",
+    "eagle3_contracts.parallel._warmup",
+)
+"""Modules the fork server imports once, so that starting ranks costs a fork, not an import."""
 
 DEFAULT_TIMEOUT_S = 60.0
 """Seconds a collective may block (gloo timeout) and a job may take before the pool gives up."""
@@ -63,7 +74,7 @@ def _job_path(fn: Callable[..., Any] | str) -> str:
     if not module or "<" in qualname or module == "__main__":
         raise ContractError(
             f"job {fn!r} must be a top-level function of an importable module (the ranks are "
-            f"spawned processes and import it by name)",
+            f"separate processes and import it by name)",
             field="fn",
         )
     return f"{module}:{qualname}"
@@ -87,7 +98,7 @@ def _loopback_interface() -> str | None:
 
 def _worker(
     rank: int, world_size: int, port: int, timeout_s: float, jobs: Any, results: Any
-) -> None:  # pragma: no cover - runs in the spawned ranks
+) -> None:  # pragma: no cover - runs in the ranks
     import torch
     import torch.distributed as dist
 
@@ -120,6 +131,10 @@ def _worker(
         except BaseException:
             results.put((job_id, rank, False, traceback.format_exc()))
     dist.destroy_process_group()
+    # flush our answers, then leave without the interpreter's slow teardown of torch's state
+    results.close()
+    results.join_thread()
+    os._exit(0)
 
 
 class PoolError(RuntimeError):
@@ -127,7 +142,7 @@ class PoolError(RuntimeError):
 
 
 class ProcessGroupPool:
-    """``world_size`` spawned CPU processes in one gloo group, reused for many jobs."""
+    """``world_size`` CPU processes in one gloo group, reused for many jobs."""
 
     def __init__(self, world_size: int, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
@@ -151,7 +166,7 @@ class ProcessGroupPool:
             return self
         iface = _loopback_interface()
         if iface and "GLOO_SOCKET_IFNAME" not in os.environ:
-            os.environ["GLOO_SOCKET_IFNAME"] = iface  # inherited by the spawned ranks
+            os.environ["GLOO_SOCKET_IFNAME"] = iface  # inherited by the ranks
         self._store = dist.TCPStore(
             "127.0.0.1",
             0,
@@ -159,7 +174,12 @@ class ProcessGroupPool:
             wait_for_workers=False,
             timeout=datetime.timedelta(seconds=self.timeout_s),
         )
-        ctx = mp.get_context("spawn")
+        if "forkserver" in mp.get_all_start_methods():
+            # one server process imports torch once; each rank is a cheap fork of it
+            ctx = mp.get_context("forkserver")
+            ctx.set_forkserver_preload(list(PRELOAD))
+        else:  # pragma: no cover - Windows
+            ctx = mp.get_context("spawn")
         self._results = ctx.Queue()
         self._jobs = [ctx.Queue() for _ in range(self.world_size)]
         for rank in range(self.world_size):

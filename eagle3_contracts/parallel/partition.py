@@ -292,29 +292,43 @@ def _check_pp_size(pp_size: object) -> int:
 
 @dataclass(frozen=True)
 class PipelineRisks:
-    """What the known pipeline-parallel capture bugs would do to ``layer_ids`` on a partition.
+    """What the known pipeline-parallel capture bugs would feed the drafter on a partition.
 
-    Predictions from the partition alone; ``eagle3_contracts.parallel.faults`` runs the bugs on
+    Predictions from the partition alone, for engines that concatenate what reaches the last
+    stage in arrival order (ascending); ``eagle3_contracts.parallel.faults`` runs the bugs on
     real processes and the tests check these predictions against them.
     """
 
+    ids: tuple[int, ...]  # the canonical ids, ascending (what a correct engine feeds)
     # -- last-stage-only capture (sglang#39644) --------------------------------------------
+    last_stage_only_feeds: tuple[int, ...]  # layers the drafter gets, in order
     last_stage_only_lost: tuple[int, ...]  # ids owned by a stage before the last
-    # -- aux states dropped at stage boundaries (vllm#45985) -------------------------------
-    dropped_at_boundary: tuple[int, ...]  # the same ids: captured, then not forwarded
+    # -- aux states dropped at stage boundaries (vllm#45985): the last stage's own ids ------
+    dropped_at_boundary: tuple[int, ...]  # captured, then not forwarded (same ids as above)
     # -- stage-local indexing (vllm#36151) --------------------------------------------------
-    stage_local_lost: tuple[int, ...]  # ids >= 0 owned by a stage > 0: never captured there
+    stage_local_feeds: tuple[int, ...]  # layers the drafter gets, in order
+    stage_local_lost: tuple[int, ...]  # ids no stage captures
     stage_local_wrong: tuple[tuple[int, int, int], ...]  # (stage, id claimed, layer captured)
 
     @property
+    def last_stage_only_affected(self) -> bool:
+        return self.last_stage_only_feeds != self.ids
+
+    @property
+    def stage_local_affected(self) -> bool:
+        return self.stage_local_feeds != self.ids
+
+    @property
     def safe(self) -> bool:
-        """True when none of the bugs changes the capture (every id on the last stage or -1..)."""
-        return not (self.last_stage_only_lost or self.stage_local_lost or self.stage_local_wrong)
+        """True when none of the bugs changes what the drafter is fed on this partition."""
+        return not (self.last_stage_only_affected or self.stage_local_affected)
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "last_stage_only_feeds": list(self.last_stage_only_feeds),
             "last_stage_only_lost": list(self.last_stage_only_lost),
             "dropped_at_boundary": list(self.dropped_at_boundary),
+            "stage_local_feeds": list(self.stage_local_feeds),
             "stage_local_lost": list(self.stage_local_lost),
             "stage_local_wrong": [
                 {"stage": s, "claimed": claimed, "captured_layer": layer}
@@ -324,19 +338,24 @@ class PipelineRisks:
 
 
 def pipeline_risks(layer_ids: Iterable[int], partition: LayerPartition) -> PipelineRisks:
-    """Which ids each known pipeline capture bug loses (or replaces) on ``partition``."""
+    """What each known pipeline capture bug feeds the drafter (and loses) on ``partition``."""
     owned = stage_ownership(layer_ids, partition)
     last = partition.pp_size - 1
-    ids = sorted({n for n, _ in owned})
+    ids = tuple(sorted({n for n, _ in owned}))
+    wanted = set(ids)
+    on_last = tuple(n for n in ids if partition.stage_of(n) == last)
     early = tuple(n for n in ids if partition.stage_of(n) < last)
-    local_lost = tuple(n for n in ids if n >= 0 and partition.stage_of(n) > 0)
-    wrong = tuple(
-        (stage, n, partition.starts[stage] + n)
-        for stage in range(1, partition.pp_size)
-        for n in ids
-        if 0 <= n < partition.sizes[stage]
-    )
-    return PipelineRisks(early, early, local_lost, wrong)
+    # a stage-local loop: stage 0 is right (local == global); stage s > 0 captures layer
+    # start+j under the label j whenever j is an id -- sometimes an id by coincidence
+    local_feeds = [n for n in ids if partition.stage_of(n) == 0]
+    wrong = []
+    for stage in range(1, partition.pp_size):
+        for j in range(partition.sizes[stage]):
+            if j in wanted:
+                local_feeds.append(partition.starts[stage] + j)
+                wrong.append((stage, j, partition.starts[stage] + j))
+    lost = tuple(n for n in ids if n not in local_feeds)
+    return PipelineRisks(ids, on_last, early, early, tuple(local_feeds), lost, tuple(wrong))
 
 
 def stage_ownership(

@@ -22,6 +22,7 @@ T = TypeVar("T")
 STAGE_COUNTS = st.integers(1, 4)
 STAGE_SIZES = st.integers(1, 3)
 ANY_ORDER = st.sampled_from(ORDERS)
+ANY_BOOL = st.booleans()
 
 
 def _s(value: T | SearchStrategy[T]) -> SearchStrategy[T]:
@@ -70,7 +71,7 @@ def pipeline_layouts(
     stage_size: int | SearchStrategy[int] = STAGE_SIZES,
     hidden_size: int | SearchStrategy[int] = 16,
     order: str | SearchStrategy[str] = ANY_ORDER,
-    every_stage: bool | SearchStrategy[bool] = st.booleans(),
+    every_stage: bool | SearchStrategy[bool] = ANY_BOOL,
 ) -> SearchStrategy[Layout]:
     """A partition and a contract: with ``every_stage`` one id per stage at least, plus any of
     the stage boundaries, the embedding and up to two more ids; else any non-empty id set."""

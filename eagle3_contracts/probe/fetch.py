@@ -66,8 +66,15 @@ def fetch(spec: FrameworkSpec, version: str, cache: Path = DEFAULT_CACHE) -> Pat
 
 def index_versions(spec: FrameworkSpec) -> list[str]:
     """Released versions on the package index, newest first (``pip index versions``)."""
-    cmd = [sys.executable, "-m", "pip", "index", "versions", spec.package,
-           "--disable-pip-version-check"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "index",
+        "versions",
+        spec.package,
+        "--disable-pip-version-check",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     match = re.search(r"Available versions:\s*(.+)", done.stdout)
     if done.returncode != 0 or not match:

@@ -27,10 +27,19 @@ class FrameworkSpec:
 _MANYLINUX = tuple(
     arg
     for tag in (
-        "manylinux_2_17", "manylinux_2_24", "manylinux_2_27", "manylinux_2_28", "manylinux_2_31",
-        "manylinux_2_34", "manylinux_2_35", "manylinux_2_36", "manylinux_2_38", "manylinux_2_39",
-        "manylinux2014", "manylinux1",
-    )  # fmt: skip
+        "manylinux_2_17",
+        "manylinux_2_24",
+        "manylinux_2_27",
+        "manylinux_2_28",
+        "manylinux_2_31",
+        "manylinux_2_34",
+        "manylinux_2_35",
+        "manylinux_2_36",
+        "manylinux_2_38",
+        "manylinux_2_39",
+        "manylinux2014",
+        "manylinux1",
+    )
     for arg in ("--platform", f"{tag}_x86_64")
 )
 

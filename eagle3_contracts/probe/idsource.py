@@ -108,24 +108,24 @@ def _free_names(stmts: list[ast.stmt]) -> list[str]:
     return [n for n in loads if n not in skip]
 
 
+def _is_key(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == KEY
+
+
 def _site_form(node: ast.AST) -> str | None:
     """How one read of the key looks: nested subscript/get, or top-level getattr."""
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-        if node.slice.value == KEY:
-            return "nested" if "eagle_config" in ast.unparse(node.value) else "subscript"
-    if isinstance(node, ast.Call) and node.args:
-        first = node.args[0]
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "get":
-            if isinstance(first, ast.Constant) and first.value == KEY:
-                return "nested" if "eagle_config" in ast.unparse(node.func.value) else "get"
-        if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
-            if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
-                if node.args[1].value == KEY:
-                    return "top-level" if "eagle_config" not in ast.unparse(first) else "nested"
-        if isinstance(node.func, ast.Name) and isinstance(first, ast.Constant):
-            if first.value == KEY:
-                return f"via {node.func.id}()"
-    return None
+    if isinstance(node, ast.Subscript) and _is_key(node.slice):
+        return "nested" if "eagle_config" in ast.unparse(node.value) else "subscript"
+    if not (isinstance(node, ast.Call) and node.args):
+        return None
+    func, first = node.func, node.args[0]
+    if isinstance(func, ast.Attribute) and func.attr == "get" and _is_key(first):
+        return "nested" if "eagle_config" in ast.unparse(func.value) else "get"
+    if not isinstance(func, ast.Name):
+        return None
+    if func.id in ("getattr", "hasattr") and len(node.args) >= 2 and _is_key(node.args[1]):
+        return "nested" if "eagle_config" in ast.unparse(first) else "top-level"
+    return f"via {func.id}()" if _is_key(first) else None
 
 
 def _read_sites(func: ast.FunctionDef) -> list[dict[str, Any]]:
@@ -212,6 +212,13 @@ def probe_reader(func: ast.FunctionDef, class_name: str | None, file: str) -> di
         inputs = tuple(free)
         row["evaluated"] = f"lines {span[0].lineno}-{span[-1].end_lineno} (-> {target})"
     answers = {case: _call(compiled, inputs, cfg) for case, cfg in CONFIG_CASES.items()}
+    stubbed = sorted({a for a in answers.values() if "<stub" in a or a.startswith("raises")})
+    if stubbed:  # the answer is a value our stubs made up: not an id reader's answer
+        row["needs_reading"] = (
+            f"{file}:{func.lineno}: the result depends on stubbed run-time values "
+            f"({', '.join(stubbed)}); not evaluated as an id reader"
+        )
+        return row
     row["answers"] = answers
     row["precedence"] = precedence(answers)
     return row

@@ -75,9 +75,13 @@ def _is_set_attr(node: ast.AST) -> bool:
 def _guard_index(test: ast.AST) -> ast.expr | None:
     """``E`` of a guard ``E in self.<capture set>`` (possibly inside ``and``), or None."""
     for node in ast.walk(test):
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In):
-            if _is_set_attr(node.comparators[0]):
-                return node.left
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], ast.In)
+            and _is_set_attr(node.comparators[0])
+        ):
+            return node.left
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -216,7 +220,9 @@ def _where(node: ast.AST, loop: _Loop) -> str:
 
 
 def find_sites(
-    func: ast.FunctionDef, helpers: dict[str, ast.FunctionDef], layer_forwards: list[ast.FunctionDef]
+    func: ast.FunctionDef,
+    helpers: dict[str, ast.FunctionDef],
+    layer_forwards: list[ast.FunctionDef],
 ) -> tuple[list[Site], list[str]]:
     """Capture sites of one forward function, and what could not be read."""
     loop = _stack_loop(func)
@@ -308,7 +314,9 @@ def _inline_helper(call: ast.Call, helper: ast.FunctionDef, loop: _Loop) -> Site
                 continue
             values = _collected(node.body)
             assigned = _assignments(node.body)
-            expr = assigned.get(values[0].id) if values and isinstance(values[0], ast.Name) else None
+            expr = (
+                assigned.get(values[0].id) if values and isinstance(values[0], ast.Name) else None
+            )
             value = normalize_value(expr if expr is not None else (values[0] if values else None))
             return Site(
                 call.lineno,

@@ -83,7 +83,7 @@ def canonical_fed(table: dict[str, Any], key: str, case: str, num_layers: int) -
     for e in elements:
         b = e + offset
         if not any(_span_contains(s, b, num_layers) for s in placement["elements"]):
-            out.append(f"✗{b - 1}")
+            out.append(f"✗(b={b})")
         elif b == 0 and placement["embedding"].startswith("raises"):
             out.append("crash(-1)")
         else:
@@ -164,5 +164,7 @@ def diff(old: dict[str, Any], new: dict[str, Any], label: str) -> list[str]:
     lines = []
     for path in sorted(set(a) | set(b)):
         if a.get(path, "<absent>") != b.get(path, "<absent>"):
-            lines.append(f"{label} {path}: {a.get(path, '<absent>')!r} -> {b.get(path, '<absent>')!r}")
+            lines.append(
+                f"{label} {path}: {a.get(path, '<absent>')!r} -> {b.get(path, '<absent>')!r}"
+            )
     return lines

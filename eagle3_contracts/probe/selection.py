@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .stubs import Stub, make_self
+from .stubs import make_self
 from .whitelist import check_pure, compile_pure
 
 GRID_LAYERS: tuple[int, ...] = (24, 32, 36, 61)
@@ -162,7 +162,8 @@ def evaluate_setter(func: Callable[..., Any], *, takes_ids: bool = True) -> Eval
 
 
 def classify_set_rule(outcomes: dict[tuple[int, str], Outcome]) -> str | None:
-    """The one named rule that explains every explicit-id grid point, else None."""
+    """The one named rule explaining every explicit-id grid point where the code does not raise
+    (raising points are listed separately, as ``raises_on``), else None."""
     points = [
         (n, grid_ids(n)[case], out)
         for (n, case), out in outcomes.items()
@@ -231,8 +232,3 @@ def probe_function(found: FoundFunction, file: str) -> dict[str, Any]:
     takes_ids = len(params) >= 2
     row.update(evaluate_setter(func, takes_ids=takes_ids).to_json())
     return row
-
-
-def stub_self(num_layers: int) -> Stub:
-    """A recording ``self`` (re-exported for tests)."""
-    return make_self(num_layers)[0]

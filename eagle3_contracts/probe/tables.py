@@ -112,24 +112,23 @@ class _Release:
             tree = _parse(path)
             if tree is not None:
                 self.modules[path.name] = _Module(path.name, tree)
-        self.helper_modules: dict[str, _Module] = {}
-        for rel in spec.helper_files:
-            tree = _parse(root / rel)
-            if tree is not None and rel.startswith(spec.model_dir):
-                self.helper_modules[Path(rel).name] = self.modules.get(Path(rel).name) or _Module(
-                    Path(rel).name, tree
-                )
+        # capture helpers defined outside the decoder files (vLLM's EagleModelMixin); helper
+        # files elsewhere (SGLang's communicator) are only hashed, by ``readings``
         self.capture_helpers: dict[str, ast.FunctionDef] = {}
-        for mod in self.helper_modules.values():
-            self.capture_helpers.update(capture_helpers(mod.tree))
+        for helper in spec.helper_files:
+            mod = self.modules.get(Path(helper).name) if helper.startswith(spec.model_dir) else None
+            if mod is not None:
+                self.capture_helpers.update(capture_helpers(mod.tree))
 
     def find_class(self, name: str, near: str) -> tuple[str, str] | None:
         """(file, class) for a class named in file ``near``: same file, import, else unique."""
         mod = self.modules.get(near)
         if mod and name in mod.classes:
             return near, name
-        if mod and name in mod.imports and name in getattr(
-            self.modules.get(mod.imports[name]), "classes", {}
+        if (
+            mod
+            and name in mod.imports
+            and name in getattr(self.modules.get(mod.imports[name]), "classes", {})
         ):
             return mod.imports[name], name
         holders = [f for f, m in self.modules.items() if name in m.classes]
@@ -309,11 +308,16 @@ def _entry_table(
     if rel.spec.registry_file:
         tree = _parse(rel.root / rel.spec.registry_file)
         for node in ast.walk(tree) if tree else ():
-            if isinstance(node, ast.Tuple) and len(node.elts) == 2:
-                a, b = node.elts
-                if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
-                    if f"{a.value}.py" in rel.modules and isinstance(b.value, str):
-                        entries.append((f"{a.value}.py", b.value))
+            if not (isinstance(node, ast.Tuple) and len(node.elts) == 2):
+                continue
+            a, b = node.elts
+            if (
+                isinstance(a, ast.Constant)
+                and isinstance(b, ast.Constant)
+                and isinstance(b.value, str)
+                and f"{a.value}.py" in rel.modules
+            ):
+                entries.append((f"{a.value}.py", b.value))
     else:
         for file, mod in rel.modules.items():
             entries.extend((file, cls) for cls in mod.entry_classes)
@@ -354,8 +358,10 @@ def _entry(
     row = _function_row(functions, where, spec.setter) if where else None
     if is_vllm and (where is None or row is None or "needs_reading" in row):
         # SupportsEagle3.set_aux_hidden_state_layers routes to holder._set_aux_hidden_state_layers
-        chain.append("interfaces.py:SupportsEagle3.set_aux_hidden_state_layers (routing to the "
-                     "inner model's _set_aux_hidden_state_layers)")  # fmt: skip
+        chain.append(
+            "interfaces.py:SupportsEagle3.set_aux_hidden_state_layers (routing to the "
+            "inner model's _set_aux_hidden_state_layers)"
+        )
         inner = _vllm_holder_setter(rel, file, cls, functions)
         if inner is None:
             needs.append("no _set_aux_hidden_state_layers found for the inner model")

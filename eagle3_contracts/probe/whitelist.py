@@ -38,6 +38,9 @@ SAFE_EXCEPTIONS: tuple[str, ...] = (
 SAFE_METHODS: frozenset[str] = frozenset({"get"})
 """Method names callable on any value (``dict.get``); everything else only on stub roots."""
 
+DENIED_METHODS: frozenset[str] = frozenset({"format", "format_map"})
+"""Never callable, even on a name bound in the function: format strings reach attributes."""
+
 _ALLOWED_NODES: tuple[type[ast.AST], ...] = (
     # structure
     ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.Assign, ast.AugAssign,
@@ -138,6 +141,8 @@ def _check_call(node: ast.Call, stub_roots: set[str]) -> str | None:
                 return "setattr on an object that is not a stub"
         return None
     if isinstance(func, ast.Attribute):
+        if func.attr in DENIED_METHODS:
+            return f"method call .{func.attr}()"
         if func.attr in SAFE_METHODS:
             return None
         if _root_name(func) in stub_roots:

@@ -37,7 +37,7 @@ def tokens(vocab: int, batch: int = 2, seq: int = 9, seed: int = 0) -> torch.Ten
 
 
 def all_targets():
-    """(name, builder) for every synthetic variant and HF architecture."""
+    """Names of every synthetic variant and HF architecture (see ``target``)."""
     return [*(f"synthetic-{v}" for v in SYNTHETIC_VARIANTS), *(f"hf-{a}" for a in HF_ARCHITECTURES)]
 
 
@@ -47,5 +47,4 @@ def target(name: str):
 
 
 def vocab_of(model) -> int:
-    config = model.config
-    return config.vocab_size
+    return model.config.vocab_size

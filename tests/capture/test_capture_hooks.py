@@ -87,9 +87,9 @@ def test_minus_one_includes_synthetic_entry_transforms(variant):
 
 
 # -- L-1 is pre-norm; the HF index mapping -------------------------------------------------
-@pytest.mark.parametrize("arch", HF_ARCHITECTURES)
-def test_last_layer_is_pre_norm_and_hf_indices_map_to_canonical(arch):
-    model = hf_model(arch)
+@pytest.mark.parametrize("name", all_targets())
+def test_last_layer_is_pre_norm_and_hf_indices_map_to_canonical(name):
+    model = target(name)  # synthetic targets offer output_hidden_states the HF way too
     num_layers = len(decoder_layers(model))
     ids = tokens(vocab_of(model))
     hidden = run_forward(model, ids, output_hidden_states=True).hidden_states

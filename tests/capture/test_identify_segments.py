@@ -163,3 +163,23 @@ def test_render_text_and_given_rtol_are_reported():
 def test_bad_input_raises_contract_errors(captured, kwargs, match):
     with pytest.raises(ContractError, match=match):
         identify_segments(captured, synthetic_model("residual"), tokens(64), **kwargs)
+
+
+def test_identification_is_one_streaming_forward_without_output_hidden_states():
+    model = hf_model("qwen2")
+    ids = tokens(vocab_of(model))
+    captured = capture_states(model, ids, (1,))[1]
+    calls = []
+    original = model.forward
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return original(*args, **kwargs)
+
+    model.forward = spy
+    try:
+        (match,) = identify_segments(captured, model, ids)
+    finally:
+        del model.forward
+    assert match.layer_id == 1
+    assert len(calls) == 1 and "output_hidden_states" not in calls[0]

@@ -143,7 +143,12 @@ BAD_DUMPS: tuple[BadDump, ...] = (
     BadDump(
         "int-states",
         _raw(states=torch.ones(1, T, 3 * H, dtype=torch.int32)),
-        "must be floating point",
+        "hidden states must be one of",
+    ),
+    BadDump(
+        "fp8-states",
+        _raw(states=torch.randn(1, T, 3 * H).to(torch.float8_e4m3fn)),
+        "float8_e4m3fn; hidden states must be one of",
     ),
     BadDump("meta-dtype-int", _raw(dtype="int8"), "metadata dtype 'int8'"),
     BadDump(

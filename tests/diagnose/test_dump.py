@@ -238,7 +238,7 @@ WRITE_CASES: tuple[WriteCase, ...] = (
             convention="c",
             system="s",
         ),
-        "must be floating point",
+        "hidden states must be one of",
     ),
 )
 

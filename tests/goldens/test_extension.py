@@ -230,6 +230,34 @@ def test_goldens_mirror_test_modules_under_the_top_level_goldens(
     assert golden_dir(tmp_path / module, Rooted) == tmp_path / expected
 
 
+# -- the fixtures -----------------------------------------------------------------------------
+def test_golden_fixtures_use_the_extension_under_deterministic_torch(
+    golden: Any, eagle3_golden: Any
+) -> None:
+    torch = pytest.importorskip("torch")
+    assert eagle3_golden is golden
+    assert golden.extension_class is GoldenExtension
+    assert torch.are_deterministic_algorithms_enabled()
+    assert torch.initial_seed() == 0
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"]
+
+
+def test_deterministic_restores_what_it_changed() -> None:
+    torch = pytest.importorskip("torch")
+    from eagle3_contracts.snapshot_plugin import deterministic
+
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    with deterministic(seed=3):
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.initial_seed() == 3
+        torch.rand(100)  # consumes the (forked) stream
+    assert torch.are_deterministic_algorithms_enabled() == before
+    assert torch.equal(torch.rand(3), expected)
+
+
 # -- a real pytest session in a scratch project --------------------------------------------
 DEMO = """
 import os

@@ -8,25 +8,12 @@ import textwrap
 from eagle3_contracts.probe.idsource import find_readers, probe_reader
 from eagle3_contracts.probe.placement import capture_helpers, read_placement
 
+from ._fixtures import BEFORE_LAYER
+
 
 def _placement(source: str, helpers_source: str | None = None) -> dict:
     helpers = capture_helpers(ast.parse(textwrap.dedent(helpers_source))) if helpers_source else {}
     return read_placement(ast.parse(textwrap.dedent(source)), helpers)
-
-
-BEFORE_LAYER = """
-class LlamaModel:
-    def forward(self, input_ids, positions):
-        hidden_states = self.embed_tokens(input_ids)
-        residual = None
-        aux_hidden_states = []
-        for i in range(self.start_layer, self.end_layer):
-            if i in self.layers_to_capture:
-                aux_hidden_states.append(hidden_states + residual)
-            layer = self.layers[i]
-            hidden_states, residual = layer(positions, hidden_states, residual)
-        return hidden_states, aux_hidden_states
-"""
 
 
 def test_capture_before_layer_i_is_boundary_i_and_crashes_on_the_embedding():
@@ -124,7 +111,9 @@ class Model:
 
 
 def test_unknown_index_shape_is_reported_ambiguous_not_guessed():
-    source = BEFORE_LAYER.replace("if i in self.layers_to_capture", "if i - 1 in self.layers_to_capture")
+    source = BEFORE_LAYER.replace(
+        "if i in self.layers_to_capture", "if i - 1 in self.layers_to_capture"
+    )
     (summary,) = _placement(source).values()
     assert "boundary_minus_element" not in summary
     assert summary["ambiguous"] == ["line 8: before layer tests 'i-1'"]

@@ -73,15 +73,19 @@ def test_pure_vllm_mixin_sorts_and_dedups_and_records_stub_calls():
     ("body", "construct"),
     [
         ("import os\n    os.system('touch /tmp/pwned')", "Import"),
-        ("self.model.layers_to_capture = get_parallel().ids", "global name 'get_parallel'"),
+        ("self.model.layers_to_capture = get_parallel().ids", "call of 'get_parallel'"),
         ("self.model.layers_to_capture = CONSTANT_IDS", "global name 'CONSTANT_IDS'"),
         ("self.model.layers_to_capture = self.__class__.ids", "dunder attribute"),
         ("self.model.layers_to_capture = [1].copy()", "method call .copy()"),
-        ("self.model.layers_to_capture = (lambda: [1])()", "Lambda"),
+        ("self.model.layers_to_capture = (lambda: [1])()", "call of a computed callable"),
         ("while True:\n        pass", "While"),
         ("raise MyError('x')", "non-builtin exception"),
         ("self.model.layers_to_capture = getattr(self, '__dict__')", "getattr of '__dict__'"),
         ("self.model.layers_to_capture = open('/etc/passwd')", "call of 'open'"),
+        (
+            "text = '{0.__init__}'\n    self.model.layers_to_capture = text.format(self)",
+            ".format()",
+        ),
     ],
 )
 def test_non_pure_constructs_need_reading_with_file_and_line(body, construct):
@@ -103,7 +107,7 @@ def test_rejected_function_is_never_executed(tmp_path):
         "    self.model.layers_to_capture = [1]\n"
     )
     row = _probe(source)
-    assert "call of 'open'" in row["needs_reading"]
+    assert "fixture.py:3:" in row["needs_reading"]
     assert not marker.exists()
 
 

@@ -13,7 +13,13 @@ import pytest
 import torch
 
 from eagle3_contracts.capture import capture_hidden_states
-from eagle3_contracts.golden_cases import MODEL_CASES, ModelCase, capture_record, model_case
+from eagle3_contracts.golden_cases import (
+    MODEL_CASES,
+    ModelCase,
+    assert_capture_golden,
+    capture_record,
+    model_case,
+)
 from eagle3_contracts.snapshot import GoldenExtension, compare_records, golden_dir, to_record
 
 GOLDENS = golden_dir(Path(__file__))
@@ -22,10 +28,7 @@ CASES = [pytest.param(case, id=case.name) for case in MODEL_CASES]
 
 @pytest.mark.parametrize("case", CASES)
 def test_model_golden(case: ModelCase, golden: Any) -> None:
-    record = capture_record(case)
-    # The reference capture must hold what its contract says before it may become a golden.
-    assert [s["identified"] for s in record["segments"]] == record["concat_order"]
-    assert record == golden
+    assert_capture_golden(capture_record(case), golden)
 
 
 def test_every_stored_golden_holds_its_contracts_layers_in_its_contracts_order() -> None:
@@ -120,3 +123,25 @@ def test_a_broken_capture_fails_its_golden_naming_the_segment(
     for line in expected:
         assert line in lines, "\n".join(lines)
     assert all(line.startswith(("segment", "golden drift")) for line in lines), lines
+
+
+class _WritingGolden:
+    """Stands in for the ``golden`` assertion under ``--snapshot-update``."""
+
+    update_snapshots = True
+    compared = False
+
+    def __eq__(self, other: object) -> bool:
+        self.compared = True
+        return True
+
+
+def test_a_broken_capture_is_never_written_as_a_golden() -> None:
+    record = capture_record(model_case("hf-llama"), capture=post_norm_last)
+    writer = _WritingGolden()
+    with pytest.raises(
+        AssertionError,
+        match="not writing this golden: segment 2 should be layer 3 but is final-norm output",
+    ):
+        assert_capture_golden(record, writer)
+    assert not writer.compared

@@ -18,8 +18,10 @@ import torch
 from eagle3_contracts.golden_cases import (
     MODEL_CASES,
     ModelCase,
+    assert_capture_golden,
     capture_record,
     dtype_name,
+    identity_errors,
     model_case,
     real_model_record,
 )
@@ -38,19 +40,11 @@ def cuda() -> str:
     return "cuda"
 
 
-def assert_identity_holds(record: dict[str, Any]) -> None:
-    """A capture may only become a golden if every segment is the layer its contract says."""
-    found = [(s["identified"], s["near_miss"]) for s in record["segments"]]
-    assert found == [(n, None) for n in record["concat_order"]], found
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", LOW_PRECISION)
 @pytest.mark.parametrize("case", CASES)
 def test_model_golden_gpu(case: ModelCase, dtype: torch.dtype, cuda: str, golden: Any) -> None:
-    record = capture_record(case, device=cuda, dtype=dtype)
-    assert_identity_holds(record)
-    assert record == golden
+    assert_capture_golden(capture_record(case, device=cuda, dtype=dtype), golden)
 
 
 @pytest.mark.gpu
@@ -71,8 +65,7 @@ def test_real_model_golden(cuda: str, golden: Any) -> None:
             stacklevel=1,
         )
     record = real_model_record(model_dir, draft, trained_with=trained_with, device=cuda)
-    assert_identity_holds(record)
-    assert record == golden(name=Path(model_dir).name)
+    assert_capture_golden(record, golden(name=Path(model_dir).name))
 
 
 # -- the same golden-writing path, exercised on the CPU ------------------------------------
@@ -81,7 +74,7 @@ def test_real_model_golden(cuda: str, golden: Any) -> None:
 def test_low_precision_records_on_cpu_take_the_gpu_path(name: str, dtype: torch.dtype) -> None:
     """``capture_record`` in bf16/fp16 (what the GPU goldens store), run on CPU tensors."""
     record = capture_record(model_case(name), device="cpu", dtype=dtype)
-    assert_identity_holds(record)
+    assert identity_errors(record) == []
     assert record["dtype"] == record["captured"]["dtype"] == dtype_name(dtype)
     assert {s["dtype"] for s in record["segments"]} == {dtype_name(dtype)}
     ext = GoldenExtension()
@@ -105,6 +98,6 @@ def test_real_model_record_on_cpu(tmp_path: Path) -> None:
     record = real_model_record(model_dir, draft, trained_with="specforge", device="cpu")
     assert record["concat_order"] == [1, 2, 5]  # specforge reads output ids: canonical as-is
     assert record["model"]["family"] == "llama" and record["model"]["num_layers"] == 6
-    assert_identity_holds(record)
+    assert identity_errors(record) == []
     again = real_model_record(model_dir, draft, trained_with="specforge", device="cpu")
     assert GoldenExtension().drift(again, GoldenExtension().serialize(record)) == ()
