@@ -264,6 +264,7 @@ def _capture(
                 else "outside its layer loop"
                 if not 0 <= b <= n
                 else "the embedding, which it cannot reach"
+                + (f" ({conv.embedding_caveat})" if conv.embedding_caveat else "")
             )
             if default and not 0 <= b <= n:
                 notes.append(f"default boundary {b} is not a layer of a {n}-layer target: dropped")

@@ -15,8 +15,9 @@ _SOURCES = (
 )
 
 _EMBEDDING = (
-    "loop index 0 has residual None: llama.py captures hidden_states, but deepseek_v2.py "
-    "(DeepSeek-V3, Kimi) computes hidden_states + None and fails unless patched"
+    "loop index 0 has residual None: the released llama.py (<= 0.5.17), deepseek_v2.py "
+    "(<= 0.5.13), glm4_moe_lite.py (<= 0.5.17) and gpt_oss.py (<= 0.5.16) append "
+    "hidden_states + None and fail; only a patched engine feeds the embedding"
 )
 
 _COMMON_NOTES = (
@@ -27,8 +28,8 @@ _COMMON_NOTES = (
     "Ids are read only from the nested eagle_config; a failure to read falls back to the "
     "default silently. 0.5.23 sizes fc from nested-then-top-level ids: a top-level-only draft "
     "gets default layers with a width computed from its own list.",
-    "Loop index 0 (the embedding) has residual None: llama.py captures hidden_states; "
-    "deepseek_v2.py (DeepSeek, Kimi) computes hidden_states + None and fails unless patched.",
+    "Loop index 0 (the embedding) has residual None: the released layer loops append "
+    "hidden_states + None and fail (probe of the wheels, goldens/registry/sglang-*.json).",
     "Pipeline parallel: `if not self.pp_group.is_last_rank: return` and the loop covers "
     "[start_layer, end_layer): only layers on the last stage are captured.",
 )
@@ -42,7 +43,7 @@ SGLANG_LEGACY = Convention(
     id_paths=(NESTED,),
     default=DefaultRule.BOUNDARIES_2_MID_LM3,
     concat_order="ascending",
-    embedding_reachable=True,
+    embedding_reachable=False,
     last_output_reachable=False,
     captures_before_layer=True,
     pipeline_parallel=PipelineParallel.LAST_STAGE_ONLY,
@@ -92,7 +93,7 @@ SGLANG_GPT_OSS = Convention(
     default=DefaultRule.BOUNDARIES_2_MID_LM3,
     concat_order="ascending",
     embedding_reachable=True,
-    last_output_reachable=False,
+    last_output_reachable=True,
     captures_before_layer=True,
     pipeline_parallel=PipelineParallel.LAST_STAGE_ONLY,
     pp_split_rule="sglang",
@@ -100,9 +101,9 @@ SGLANG_GPT_OSS = Convention(
     notes=(
         "Ids are loop indices (boundaries) when max(ids) == L, else +1 is applied; "
         "nvidia/gpt-oss-120b-Eagle3-v3 uses boundaries [24, 30, 36] with norm_before_fc.",
-        "A list whose max is L asks for loop index L: the gpt_oss.py layer loop seen "
-        "(sgl-project/sglang commit 009c680) has no capture after the last layer, so that "
-        "state is never fed; UNCONFIRMED for every release with this rule.",
+        "A list whose max is L asks for loop index L: the released gpt_oss.py of 0.5.17 "
+        "captures after each layer and 0.5.23 once more after the stack, so the last layer's "
+        "pre-norm output is fed (probe of the wheels, goldens/registry/sglang-0.5.17.json).",
         *_COMMON_NOTES,
     ),
     sources=(*_SOURCES, "sglang#32334"),

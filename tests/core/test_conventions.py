@@ -38,9 +38,9 @@ FACTS: dict[str, Facts] = {
     "hf-hidden-states": Facts((1, 29, 57), (0, 28, 56), None, True, False, "as_listed"),
     "specforge": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, True, "as_listed"),
     "eagle-reference": Facts((1, 29, 57), (0, 28, 56), (1, 29, 57), True, False),
-    "sglang-legacy": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), True, False),
+    "sglang-legacy": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, False),
     "sglang": Facts((1, 29, 57), (1, 29, 57), (1, 29, 57), True, False),
-    "sglang-gpt-oss": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), True, False),
+    "sglang-gpt-oss": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), True, True),
     "vllm": Facts((1, 29, 57), (0, 28, 56), (1, 29, 57), True, True),
     "vllm-nested": Facts((1, 29, 57), (0, 28, 56), (1, 29, 57), True, True),
     "trtllm": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, True),
@@ -148,10 +148,10 @@ def test_sglang_first_id_rule_reads_the_list_as_written() -> None:
 def test_gpt_oss_rule() -> None:
     assert to_canonical((24, 30, 33), "sglang-gpt-oss", 36) == (24, 30, 33)  # max != L: +1
     assert to_canonical((1, 17, 33), "sglang-gpt-oss", 36) == (1, 17, 33)
-    with pytest.raises(ContractError, match="never captures"):
-        to_canonical((24, 30, 35), "sglang-gpt-oss", 36)  # +1 -> loop index 36 never runs
-    with pytest.raises(ContractError, match="ids\\[2\\] = 36"):
-        to_canonical((24, 30, 36), "sglang-gpt-oss", 36)  # loop indices; 36 is past the loop
+    # +1 -> loop index 36 = after the stack: the released 0.5.17+ gpt_oss.py captures it
+    assert to_canonical((24, 30, 35), "sglang-gpt-oss", 36) == (24, 30, 35)
+    # max(ids) == L: loop indices (boundaries); boundary 36 is the last layer's output
+    assert to_canonical((24, 30, 36), "sglang-gpt-oss", 36) == (23, 29, 35)
 
 
 @st.composite

@@ -34,8 +34,8 @@ KIMI_STORY = [
     (
         nested(-1, 2, 30),
         "sglang-legacy",
-        (-1, 2, 30),
-        (K.EMBEDDING_INSERTED, K.LAYER_MISSING),
+        (2, 30),  # stock 0.5.12 llama.py: loop index 0 appends hidden_states + None
+        (K.LAYER_MISSING, K.WIDTH_DIFFERS),
         (2, 30, 58),
     ),
     (

@@ -148,12 +148,7 @@ def test_every_registry_answer_is_backed_by_the_probe_grid(framework, version):
 # An alias is a registry entry; it must behave as its pinned release. Where the probe found the
 # released code to differ from the hand-written entry, the difference is listed here (and
 # reported): the test fails when one disappears or a new one appears.
-KNOWN_DIVERGENCES: dict[str, str] = {
-    "sglang-legacy": "0.5.12 llama.py appends hidden_states + residual with residual None at "
-    "loop index 0: the embedding crashes (the entry says reachable, with a caveat)",
-    "sglang-gpt-oss": "0.5.17 gpt_oss.py captures after each layer (boundary i+1) and before "
-    "the stack: boundary L (the last layer's output) is reachable",
-}
+KNOWN_DIVERGENCES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", sorted(ALIASES))
