@@ -143,10 +143,15 @@ class Drift:
 _MISSING = object()
 
 
+SHOWN_CHARS = 80
+"""Longer values are cut in drift lines (the golden file and the record hold them whole)."""
+
+
 def _show(value: Any) -> str:
     if value is _MISSING:
         return "(absent)"
-    return "{...}" if isinstance(value, dict) else json.dumps(value)
+    text = "{...}" if isinstance(value, dict) else json.dumps(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 def compare_records(
@@ -217,12 +222,12 @@ def _both_nan(a: Any, b: Any) -> bool:
 
 
 def _item_label(noun: str, index: int, golden: Any, received: Any) -> str:
+    """``segment 2 (layer_id 3)``, ``plan 3 (sglang)``: an index plus what identifies it."""
     item = golden if isinstance(golden, dict) else received
-    ids = [
-        f"{k} {json.dumps(item[k])}"
-        for k in ("layer_id", "system", "convention", "example", "name")
-        if isinstance(item, dict) and k in item
-    ]
+    if not isinstance(item, dict):
+        return f"{noun} {index}"
+    ids = [f"layer_id {json.dumps(item['layer_id'])}"] if "layer_id" in item else []
+    ids += [str(item[k]) for k in ("name", "example", "system", "convention") if k in item]
     return f"{noun} {index}" + (f" ({', '.join(ids)})" if ids else "")
 
 

@@ -153,6 +153,13 @@ def test_numbers_outside_stats_compare_exactly() -> None:
     assert "  segment 1 (layer_id 1): columns: golden [8, 16], received [8.0, 16.0]" in lines
 
 
+def test_long_values_are_cut_in_drift_lines() -> None:
+    golden, received = record(), record()
+    golden["notes"], received["notes"] = ["a" * 300], ["b" * 300]
+    (line,) = drift_lines(golden, received)[1:]
+    assert line == f'  notes: golden ["{"a" * 75}..., received ["{"b" * 75}...'
+
+
 def test_new_and_removed_keys_are_drift() -> None:
     golden, received = record(), record()
     received["extra"] = 1
