@@ -11,7 +11,10 @@ side in one run, each in a fresh subprocess (so one's allocations cannot hide th
 Memory is the resident-set high-water mark *above the loaded model and the captured tensor*:
 each worker builds the model and the capture, resets the kernel's peak-RSS counter
 (``/proc/self/clear_refs`` = 5, Linux >= 4.0), runs its approach, and reads ``VmHWM - VmRSS``.
-torch CPU tensors live in malloc'd memory, which this counts (tracemalloc would not).
+torch CPU tensors live in malloc'd memory, which this counts (tracemalloc would not); the
+memory run fixes glibc's mmap threshold (``MALLOC_ENV``) so freed tensors leave the RSS, and
+time comes from a separate run under the default allocator (fastest of ``--repeats``; wall
+and process CPU seconds, the latter robust to other processes sharing the cores).
 
 A 61-layer x 7168 bf16 synthetic target holds 25 B parameters (50 GB), more than this
 machine's 24 GB, so the headline run shares weights round-robin between ``--weight-groups``
@@ -34,6 +37,10 @@ import time
 from pathlib import Path
 
 LAYER_IDS = (2, 30, 58)
+# glibc raises its mmap threshold after large frees, after which freed tensors stay in the heap
+# and RSS no longer follows live memory; a fixed threshold makes every tensor >= 64 KiB its own
+# mapping, returned on free, so the peak RSS is the peak of live tensors (for both approaches).
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
 
 
 def _status_kb(field: str) -> int:
@@ -114,15 +121,16 @@ def worker(args: argparse.Namespace) -> None:
             return ident.layer_ids
         return _all_states(model, captured, input_ids, args.hidden, args.rtol)
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     found = approach()
-    times = [time.perf_counter() - t0]
+    times = [(time.perf_counter() - t0, time.process_time() - c0)]
     peak_kb = _status_kb("VmHWM")  # the first run only: later runs reuse freed memory
     for _ in range(args.repeats - 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         approach()
-        times.append(time.perf_counter() - t0)
-    seconds = min(times)
+        times.append((time.perf_counter() - t0, time.process_time() - c0))
+    seconds = min(t for t, _ in times)
+    cpu_seconds = min(c for _, c in times)
     print(
         json.dumps(
             {
@@ -131,6 +139,7 @@ def worker(args: argparse.Namespace) -> None:
                 "base_rss_bytes": base_kb * 1024,
                 "seconds": seconds,
                 "seconds_per_layer": seconds / args.layers,
+                "cpu_seconds_per_layer": cpu_seconds / args.layers,
                 "setup_seconds": build_s,
                 "found": list(found),
                 "method": method,
@@ -139,7 +148,26 @@ def worker(args: argparse.Namespace) -> None:
     )
 
 
-def _run_worker(approach: str, args: argparse.Namespace, hidden: int, groups: int) -> dict:
+def _measure(approach: str, args: argparse.Namespace, hidden: int, groups: int) -> dict:
+    """Memory from a run under ``MALLOC_ENV``; time from another under the default allocator
+    (a fixed mmap threshold makes every large allocation a syscall, which would skew time)."""
+    memory = _run_worker(approach, args, hidden, groups, repeats=1, env=MALLOC_ENV)
+    timing = _run_worker(approach, args, hidden, groups, repeats=args.repeats, env={})
+    if memory["found"] != timing["found"]:
+        raise SystemExit(f"{approach}: runs disagree: {memory['found']} vs {timing['found']}")
+    keep = ("seconds", "seconds_per_layer", "cpu_seconds_per_layer")
+    return {**memory, **{k: timing[k] for k in keep}}
+
+
+def _run_worker(
+    approach: str,
+    args: argparse.Namespace,
+    hidden: int,
+    groups: int,
+    *,
+    repeats: int,
+    env: dict[str, str],
+) -> dict:
     cmd = [
         sys.executable,
         __file__,
@@ -162,9 +190,10 @@ def _run_worker(approach: str, args: argparse.Namespace, hidden: int, groups: in
         "--rtol",
         str(args.rtol),
         "--repeats",
-        str(args.repeats),
+        str(repeats),
     ]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    full_env = {k: v for k, v in os.environ.items() if k not in MALLOC_ENV} | env
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=full_env)
     if out.returncode != 0:
         raise SystemExit(f"{approach} worker failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -223,13 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     header = (
         f"{'hidden':>6} {'weights':>14} {'approach':>11} {'peak MB':>8} {'s/layer':>8} "
-        f"{'ratio':>6}  found"
+        f"{'cpu s/layer':>11} {'ratio':>6}  found"
     )
     print(header)
     rows = []
     for hidden, groups in configs:
         weights = f"{groups} shared sets" if groups else "all distinct"
-        res = {a: _run_worker(a, args, hidden, groups) for a in ("all_states", "streaming")}
+        res = {a: _measure(a, args, hidden, groups) for a in ("all_states", "streaming")}
         ratio = res["streaming"]["peak_above_base_bytes"] / max(
             res["all_states"]["peak_above_base_bytes"], 1
         )
@@ -238,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             r = res[a]
             print(
                 f"{hidden:>6} {weights:>14} {a:>11} {_mb(r['peak_above_base_bytes'])} "
-                f"{r['seconds_per_layer']:8.3f} {ratio if a == 'streaming' else 1.0:6.3f}  "
+                f"{r['seconds_per_layer']:8.3f} {r['cpu_seconds_per_layer']:11.3f} "
+                f"{ratio if a == 'streaming' else 1.0:6.3f}  "
                 f"{r['found']}"
             )
         rows.append(
@@ -251,7 +281,10 @@ def main(argv: list[str] | None = None) -> int:
                 "ratio": ratio,
             }
         )
-    print(f"memory method: {rows[0]['streaming']['method']}")
+    print(
+        f"memory method: {rows[0]['streaming']['method']}, "
+        + ", ".join(f"{k}={v}" for k, v in MALLOC_ENV.items())
+    )
     print(
         "ratio = streaming peak / all_states peak (target <= 0.25); one state = tokens x hidden "
         "x dtype bytes: " + ", ".join(f"{r['hidden']}: {r['one_state_mb']:.2f} MB" for r in rows)

@@ -518,7 +518,12 @@ def diagnose_dump(
     expected = claim if claim is not None else own
     assert expected is not None
     ident: SegmentIdentification = identify_segments(
-        dump.captured, target.model, dump.input_ids, hidden_size=dump.hidden_size, rtol=rtol
+        dump.captured,
+        target.model,
+        dump.input_ids,
+        hidden_size=dump.hidden_size,
+        rtol=rtol,
+        layers_path=target.layers_path,
     )
     segments = tuple(
         SegmentVerdict(

@@ -122,10 +122,10 @@ def write_dump(
 ) -> Path:
     """Write a dump; return its path. Validates exactly as ``read_dump`` does.
 
-    ``captured`` is the concatenated tensor (``[B, T, k*H]`` / ``[T, k*H]``, then
-    ``hidden_size`` is required unless ``k == len(layer_ids)`` determines it), a sequence of
-    per-segment tensors, or a mapping ``{"layer3": t3, ...}`` (a training dump; the mapping's
-    order is the concatenation order). ``layer_ids`` are the claimed ids, one per segment in
+    ``captured`` is the concatenated tensor (``[B, T, k*H]`` / ``[T, k*H]``; ``hidden_size``
+    defaults to its width / ``len(layer_ids)``), a sequence of per-segment tensors, or a
+    mapping ``{"layer3": t3, ...}`` (a training dump; the mapping's order is the
+    concatenation order). ``layer_ids`` are the claimed ids, one per segment in
     concatenation order, written in ``convention``; ``system`` says who captured them.
     """
     import torch
@@ -191,6 +191,12 @@ def write_dump(
     if not isinstance(input_ids, torch.Tensor):
         raise DumpError(
             f"input_ids must be a torch.Tensor, got {type(input_ids).__name__}", source=source
+        )
+    dtypes = {str(t.dtype).removeprefix("torch.") for t in tensors.values()}
+    if len(dtypes) > 1:
+        raise DumpError(
+            f"captured tensors mix dtypes {sorted(dtypes)}; convert them to one dtype",
+            source=source,
         )
     names = list(tensors)
     dtype = str(next(iter(tensors.values())).dtype).removeprefix("torch.") if tensors else "?"

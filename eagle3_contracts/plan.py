@@ -229,12 +229,12 @@ def _refusal(conv: Convention, native: tuple[int, ...], n: int) -> str | None:
 def _split_post_norm(
     conv: Convention, native: tuple[int, ...], n: int, notes: list[str]
 ) -> tuple[tuple[str, ...], list[tuple[int | None, int]]]:
-    post = conv.post_norm_id.native(n)
+    post = conv.post_norm_id.natives(n)
     offset = conv.offset_rule.offset(native, n)
     extra: list[str] = []
     pairs: list[tuple[int | None, int]] = []
     for i in native:
-        if post is not None and i == post:
+        if i in post:
             extra.append("final post-norm state")
             notes.append(
                 f"native id {i} is the final post-norm hidden state in {conv.system}: it is fed, "

@@ -42,6 +42,7 @@ class Target:
     model_type: str  # "deepseek_v3", "llama", "synthetic", ...
     dtype: str  # dtype of the weights ("bfloat16", ...)
     architectures: tuple[str, ...] = ()  # config.architectures (SGLang picks rules by them)
+    layers_path: str | None = None  # dotted path of the decoder layers, when not found alone
 
     def describe(self) -> str:
         """One line: what the target is and, loudly, whether its weights are random."""
@@ -69,8 +70,9 @@ def target_from_model(
 
     layers = decoder_layers(model, layers_path)
     config = getattr(model, "config", None)
-    hidden = getattr(config, "hidden_size", None)
-    vocab = getattr(config, "vocab_size", None)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    hidden = getattr(text, "hidden_size", None)
+    vocab = getattr(text, "vocab_size", None)
     if not isinstance(hidden, int) or not isinstance(vocab, int):
         raise ConfigError(
             f"{type(model).__name__} has no config.hidden_size / config.vocab_size",
@@ -93,6 +95,7 @@ def target_from_model(
         model_type=str(model_type),
         dtype=dtype,
         architectures=tuple(getattr(config, "architectures", None) or ()),
+        layers_path=layers_path,
     )
 
 

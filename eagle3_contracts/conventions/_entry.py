@@ -80,18 +80,18 @@ class DefaultRule(str, Enum):
 
 
 class PostNorm(str, Enum):
-    """Which native id (if any) names the final post-norm hidden state (no canonical id)."""
+    """Which native ids (if any) name the final post-norm hidden state (no canonical id)."""
 
     NONE = "none"
-    LAST_INDEX = "L"  # HF hidden_states[L]
+    LAST_INDEX = "L (and -1: Python indexing of hidden_states)"  # HF hidden_states[L] / [-1]
     MINUS_ONE = "-1"  # TensorRT-LLM: -1 = final post-norm state, moved to the end
 
-    def native(self, num_layers: int) -> int | None:
+    def natives(self, num_layers: int) -> frozenset[int]:
         if self is PostNorm.LAST_INDEX:
-            return num_layers
+            return frozenset({num_layers, -1})
         if self is PostNorm.MINUS_ONE:
-            return -1
-        return None
+            return frozenset({-1})
+        return frozenset()
 
 
 class Dedup(str, Enum):
@@ -203,13 +203,13 @@ class Convention:
         """Native explicit ids -> canonical ids, in the given order."""
         num_layers = check_num_layers(num_layers)
         ids = _int_ids(ids)
-        post_norm = self.post_norm_id.native(num_layers)
+        post_norm = self.post_norm_id.natives(num_layers)
         offset = self.offset_rule.offset(ids, num_layers)
         reach = self.boundary_range(num_layers)
         out = []
         for i, native in enumerate(ids):
             where = f"ids[{i}]"
-            if post_norm is not None and native == post_norm:
+            if native in post_norm:
                 raise ContractError(
                     f"{where} = {native} in {self.name} names the final post-norm hidden state, "
                     f"which has no canonical id (canonical {num_layers - 1} is the pre-norm output "

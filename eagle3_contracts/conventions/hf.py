@@ -22,6 +22,8 @@ HF_HIDDEN_STATES = Convention(
     notes=(
         "hidden_states has L+1 entries: [0] = residual stream entering layer 0, [k] = output of "
         "layer k-1 for k < L, [L] = model.norm(output of layer L-1), which has no canonical id.",
+        "A native -1 is Python indexing: hidden_states[-1] is hidden_states[L], the post-norm "
+        "state, not the embedding (failure class 4, TorchSpec#87).",
         "A training loop gathering torch.cat([hidden_states[k] for k in ids]) concatenates in "
         "list order.",
         "Ids are taken from wherever the draft config holds them (nested, then top-level).",

@@ -40,7 +40,7 @@ def test_each_config_becomes_one_item_per_serving_system(pytester):
         ]
     )
     # the failure is the core findings, not a traceback
-    result.stdout.fnmatch_lines(["*every state is 1 layer early*", "*fix: set eagle_config*"])
+    result.stdout.fnmatch_lines(["*1 layer early*", "*fix*eagle_aux_hidden_state_layer_ids*"])
     assert "Traceback" not in result.stdout.str()
 
 

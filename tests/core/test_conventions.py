@@ -135,6 +135,8 @@ def test_post_norm_ids_have_no_canonical_id() -> None:
         to_canonical((-1, 2, 30), "trtllm", L)
     with pytest.raises(ContractError, match="post-norm"):
         to_canonical((L,), "hf-hidden-states", L)
+    with pytest.raises(ContractError, match="post-norm"):  # hidden_states[-1] is [L]
+        to_canonical((-1, 2), "hf-hidden-states", L)
 
 
 def test_sglang_first_id_rule_reads_the_list_as_written() -> None:

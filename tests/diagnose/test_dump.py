@@ -229,6 +229,18 @@ WRITE_CASES: tuple[WriteCase, ...] = (
         "must look like 'layer3'",
     ),
     (
+        "mixed-dtypes",
+        lambda p: write_dump(
+            p / "d.safetensors",
+            [torch.zeros(1, 2, 8), torch.zeros(1, 2, 8, dtype=torch.bfloat16)],
+            _ids(2),
+            layer_ids=[1, 2],
+            convention="c",
+            system="s",
+        ),
+        "mix dtypes",
+    ),
+    (
         "int-states",
         lambda p: write_dump(
             p / "d.safetensors",
