@@ -8,6 +8,7 @@ loading one; this repository loads ``ci`` unless ``EAGLE3_HYPOTHESIS_PROFILE`` n
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,3 +21,17 @@ def pytest_configure(config: pytest.Config) -> None:
     name = os.environ.get("EAGLE3_HYPOTHESIS_PROFILE", "ci")
     if name in settings._profiles:  # registered by eagle3_contracts.pytest_plugin
         settings.load_profile(name)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> Iterator[None]:
+    """One intra-op torch thread per test: ``pytest -n 2`` on 2 cores would otherwise run
+    2 x 2 torch threads, ~40x slower per small op. Restored after each test."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

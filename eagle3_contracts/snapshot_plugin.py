@@ -16,6 +16,7 @@ import os
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,6 @@ def xdist_refusal(config: pytest.Config) -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
-    GoldenExtension.root = Path(config.rootpath)
     reason = xdist_refusal(config)
     if reason:
         raise pytest.UsageError(reason)
@@ -91,11 +91,18 @@ def deterministic(seed: int = SEED) -> Iterator[None]:
             random.setstate(saved[4])
 
 
+@cache
+def rooted_extension(root: Path) -> type[GoldenExtension]:
+    """``GoldenExtension`` bounded to one pytest rootdir (one class per root, never mutated, so
+    in-process ``pytester`` sessions cannot redirect the outer session's goldens)."""
+    return type(GoldenExtension.__name__, (GoldenExtension,), {"root": root})
+
+
 @pytest.fixture
-def golden(snapshot: SnapshotAssertion) -> Iterator[Any]:
+def golden(snapshot: SnapshotAssertion, request: pytest.FixtureRequest) -> Iterator[Any]:
     """``assert record == golden``: compare with ``goldens/<module>/<test>.json`` (see snapshot)."""
     with deterministic():
-        yield snapshot.use_extension(GoldenExtension)
+        yield snapshot.use_extension(rooted_extension(Path(request.config.rootpath)))
 
 
 @pytest.fixture

@@ -239,11 +239,13 @@ def test_goldens_mirror_test_modules_under_the_top_level_goldens(
 
 # -- the fixtures -----------------------------------------------------------------------------
 def test_golden_fixtures_use_the_extension_under_deterministic_torch(
-    golden: Any, eagle3_golden: Any
+    golden: Any, eagle3_golden: Any, request: pytest.FixtureRequest
 ) -> None:
     torch = pytest.importorskip("torch")
     assert eagle3_golden is golden
-    assert golden.extension_class is GoldenExtension
+    assert issubclass(golden.extension_class, GoldenExtension)
+    assert golden.extension_class.root == Path(request.config.rootpath)
+    assert GoldenExtension.root is None  # the plugin never mutates the shared class
     assert torch.are_deterministic_algorithms_enabled()
     assert torch.initial_seed() == 0
     assert os.environ["CUBLAS_WORKSPACE_CONFIG"]
