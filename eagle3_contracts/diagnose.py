@@ -517,10 +517,11 @@ def diagnose_dump(
         own = None
     expected = claim if claim is not None else own
     assert expected is not None
+    device = next(target.model.parameters()).device  # a model the caller put on a GPU
     ident: SegmentIdentification = identify_segments(
-        dump.captured,
+        dump.captured.to(device),
         target.model,
-        dump.input_ids,
+        dump.input_ids.to(device),
         hidden_size=dump.hidden_size,
         rtol=rtol,
         layers_path=target.layers_path,

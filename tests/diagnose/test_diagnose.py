@@ -304,6 +304,10 @@ def test_claim_resolution() -> None:
     assert resolve_claim([3, 31, 59], "hf-hidden-states", 61, basis="x").expected == (2, 30, 58)
     assert resolve_claim([58, 2, 30], "sglang-legacy", 61, basis="x").expected == (2, 30, 58)
     assert resolve_claim([58, 2, 30], CANONICAL, 61, basis="x").expected == (58, 2, 30)
+    # release names resolve with the target's model type (SGLang's rule is per model file)
+    kimi = {"basis": "x", "model_type": "deepseek_v3"}
+    assert resolve_claim([2, 30, 58], "sglang==0.5.23", 61, **kimi).expected == (1, 29, 57)
+    assert resolve_claim([2, 30, 58], "sglang==0.5.12", 61, **kimi).expected == (2, 30, 58)
     with pytest.raises(ContractError, match="unknown convention"):
         resolve_claim([1], "sglangg", 61, basis="x")
     with pytest.raises(ContractError, match="outside"):
