@@ -8,7 +8,12 @@ full-width states (the current and the previous one), never all L+1.
 A segment *matches* canonical id N when its relative error ``||seg - state_N|| / ||state_N||``
 is within ``rtol`` (chosen from the dtype unless given) **and** no other state comes near
 (runner-up error > 2 x rtol): adjacent layers are never confused; too-similar states give no
-match and say so. Segments that match nothing are checked against near misses worth naming.
+match and say so. At half precision (rtol >= 1e-2) a segment also matches when its error is
+within ``min(0.1, 10 x rtol)`` and the runner-up is ``MARGIN_FACTOR`` times farther (and
+farther than rtol): deep layers of a bf16 model differ from their neighbours by only a few
+percent, and a bf16 engine drifts from an fp32 reference by about as much, so a fixed
+tolerance alone would call exact matches ambiguous. Segments that match nothing are checked
+against near misses worth naming.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ DEFAULT_RTOL: dict[torch.dtype, float] = {
     torch.bfloat16: 3e-2,
 }
 AMBIGUITY_FACTOR = 2.0  # the runner-up must be farther than this x rtol for a match
+MARGIN_FACTOR = 3.0  # half precision: a looser match needs the runner-up this x farther
+HALF_PRECISION_RTOL = 1e-2  # rtol from which the margin rule applies
+MARGIN_MAX_REL = 0.1  # the margin rule never accepts a relative error above this
 
 # Near-miss labels (stable strings; ``verify`` maps them to causes).
 FINAL_NORM = "final-norm output"
@@ -282,6 +290,16 @@ def _choose_rtol(rtol: float | None, captured: Tensor, model: nn.Module) -> tupl
     return DEFAULT_RTOL.get(loosest, 3e-2), f"default for {loosest}"
 
 
+def _matches(rel: float, runner_rel: float, rtol: float) -> bool:
+    """Strict rule at any precision; the margin rule only at half precision (see module)."""
+    if rel <= rtol and runner_rel > AMBIGUITY_FACTOR * rtol:
+        return True
+    if rtol < HALF_PRECISION_RTOL:
+        return False
+    loose = min(MARGIN_MAX_REL, 10 * rtol)
+    return rel <= loose and runner_rel > rtol and runner_rel >= MARGIN_FACTOR * rel
+
+
 def _verdict(position: int, st: _Stats, rtol: float, num_layers: int) -> SegmentMatch:
     best = st.best_two()
     rel, closest, cos, mx = best[0]
@@ -296,7 +314,7 @@ def _verdict(position: int, st: _Stats, rtol: float, num_layers: int) -> Segment
         runner_up=runner_up,
         runner_up_rel_error=runner_rel,
     )
-    if rel <= rtol and runner_rel > AMBIGUITY_FACTOR * rtol:
+    if _matches(rel, runner_rel, rtol) and (rel <= rtol or near_rel > rel):
         return SegmentMatch(
             layer_id=closest,
             label=describe(closest, num_layers),

@@ -183,3 +183,20 @@ def test_identification_is_one_streaming_forward_without_output_hidden_states():
         del model.forward
     assert match.layer_id == 1
     assert len(calls) == 1 and "output_hidden_states" not in calls[0]
+
+
+def test_margin_rule_accepts_clear_half_precision_matches_only() -> None:
+    from eagle3_contracts.identify import _matches
+
+    # bf16 (rtol 3e-2): an exact match whose neighbour is only 4% away (deep layers of a
+    # 61-layer model) is a match, not "ambiguous"
+    assert _matches(0.0, 0.04, 3e-2)
+    # a bf16 engine 3% off an fp32 reference, neighbour 12% away: a match
+    assert _matches(0.032, 0.12, 3e-2)
+    # ... but not when the neighbour is nearly as close: ambiguous
+    assert not _matches(0.032, 0.05, 3e-2)
+    # never above the 10% cap, however far the runner-up
+    assert not _matches(0.11, 0.9, 3e-2)
+    # fp32 keeps the strict rule: 2e-3 error is no match even with a distant runner-up
+    assert not _matches(2e-3, 0.5, 1e-3)
+    assert _matches(5e-4, 0.5, 1e-3)
