@@ -1,7 +1,7 @@
 """Repository-wide pytest setup: the hypothesis profile for this run.
 
-The ``eagle3_contracts`` pytest plugin registers the ``dev``, ``ci`` and ``gpu`` profiles without
-loading one; this repository loads ``ci`` unless ``EAGLE3_HYPOTHESIS_PROFILE`` names another
+The ``eagle3_contracts`` pytest plugin registers the ``eagle3-dev``, ``eagle3-ci`` and
+``eagle3-gpu`` profiles without loading one; this repository loads ``eagle3-ci`` unless ``EAGLE3_HYPOTHESIS_PROFILE`` names another
 (or ``--hypothesis-profile`` is passed, which wins).
 """
 
@@ -18,9 +18,13 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from hypothesis import settings
 
-    name = os.environ.get("EAGLE3_HYPOTHESIS_PROFILE", "ci")
-    if name in settings._profiles:  # registered by eagle3_contracts.pytest_plugin
+    name = os.environ.get("EAGLE3_HYPOTHESIS_PROFILE", "eagle3-ci")
+    try:  # eagle3-* profiles are registered by eagle3_contracts.pytest_plugin
         settings.load_profile(name)
+    except Exception as exc:  # hypothesis raises InvalidArgument for an unknown name
+        raise pytest.UsageError(
+            f"EAGLE3_HYPOTHESIS_PROFILE={name!r} is not a registered hypothesis profile: {exc}"
+        ) from None
 
 
 @pytest.fixture(autouse=True)

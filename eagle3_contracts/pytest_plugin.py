@@ -6,8 +6,9 @@ Loaded automatically once ``eagle3-contracts`` is installed. It adds:
 * fixtures: ``eagle3_tiny_target`` (a 6 x 32 synthetic decoder), ``eagle3_contract`` (a
   contract for it), ``eagle3_input_ids``, ``eagle3_hf_target`` (factory of tiny random HF
   models), ``eagle3_verify`` (``verify_capture`` with those defaults);
-* hypothesis profiles ``dev``, ``ci`` and ``gpu``, registered but not loaded (load one with
-  ``--hypothesis-profile=ci`` or ``settings.load_profile("ci")``);
+* hypothesis profiles ``eagle3-dev``, ``eagle3-ci`` and ``eagle3-gpu``, registered but not
+  loaded (load one with ``--hypothesis-profile=eagle3-ci`` or
+  ``settings.load_profile("eagle3-ci")``);
 * ini options ``eagle3_configs`` (globs of drafter config files), ``eagle3_serve_with``
   (serving systems) and ``eagle3_trained_with`` (the training system), optionally
   ``eagle3_target`` (the target ``config.json``, else a ``target.json`` next to each drafter
@@ -37,14 +38,19 @@ TINY_CONTRACT_IDS = (1, 3, 5)
 
 # -- hypothesis profiles -----------------------------------------------------------------
 def register_hypothesis_profiles() -> tuple[str, ...]:
-    """Register ``dev``, ``ci`` and ``gpu`` (without loading any); returns their names."""
+    """Register ``eagle3-dev``, ``eagle3-ci`` and ``eagle3-gpu`` (loading none); return their names.
+
+    Namespaced on purpose: hypothesis auto-loads a profile named ``ci`` when it detects a CI
+    environment, so a plugin registering ``ci`` would silently change every downstream
+    project's CI settings.
+    """
     try:
         from hypothesis import HealthCheck, settings
     except ImportError:  # hypothesis is a test extra; the plugin must load without it
         return ()
-    settings.register_profile("dev", max_examples=25, deadline=None)
+    settings.register_profile("eagle3-dev", max_examples=25, deadline=None)
     settings.register_profile(
-        "ci",
+        "eagle3-ci",
         max_examples=8,
         deadline=None,
         derandomize=True,
@@ -52,13 +58,13 @@ def register_hypothesis_profiles() -> tuple[str, ...]:
         suppress_health_check=[HealthCheck.too_slow],
     )
     settings.register_profile(
-        "gpu",
+        "eagle3-gpu",
         max_examples=4,
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    return ("dev", "ci", "gpu")
+    return ("eagle3-dev", "eagle3-ci", "eagle3-gpu")
 
 
 PROFILES = register_hypothesis_profiles()

@@ -293,3 +293,13 @@ def test_real_subprocess_is_torch_free() -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     assert not {m for m in imported if m.split(".")[0] in {"torch", "safetensors", "numpy"}}
     assert "Traceback" not in proc.stderr
+
+
+def test_readme_shows_the_current_kimi_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--example", "kimi-k2.5")
+    assert code == 1
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("config "))
+    table = "\n".join(lines[start : lines.index("", start)])
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert table in readme, "README.md's check matrix is stale: paste the current output"

@@ -216,3 +216,15 @@ def test_release_names_without_releases_module(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(sys.modules, "eagle3_contracts.conventions.releases", None)
     with pytest.raises(ContractError, match="sglang-legacy"):
         conventions.get("sglang==0.5.12")
+
+
+def test_readme_registry_table_is_generated_from_the_registry() -> None:
+    from pathlib import Path
+
+    from eagle3_contracts.conventions.table import markdown_table
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "readme" / "core.md"
+    assert markdown_table(61) in doc.read_text(), (
+        "docs/readme/core.md's registry table is stale: paste markdown_table(61) from "
+        "eagle3_contracts.conventions.table"
+    )
