@@ -9,7 +9,8 @@ needs d2t/t2d values.
 from __future__ import annotations
 
 import argparse
-import json
+
+from ._output import emit
 
 COMMAND = "check"
 HELP = "show which target layers each trainer/engine feeds a drafter, and what fixes a mismatch"
@@ -91,8 +92,4 @@ def run(args: argparse.Namespace) -> int:
         pp_partition=args.pp_partition,
         title=title,
     )
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(report.render_text())
-    return report.exit_code
+    return emit(report, args.json)

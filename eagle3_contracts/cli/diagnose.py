@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from ._output import emit
 
 COMMAND = "diagnose"
 HELP = (
@@ -110,8 +111,4 @@ def run(args: argparse.Namespace) -> int:
         rtol=args.rtol,
         notes=notes,
     )
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(report.render_text())
-    return report.exit_code
+    return emit(report, args.json)

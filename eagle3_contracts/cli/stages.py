@@ -8,7 +8,8 @@ convention's engine captures only on the last stage and some ids live on earlier
 from __future__ import annotations
 
 import argparse
-import json
+
+from ._output import emit
 
 COMMAND = "stages"
 HELP = (
@@ -83,8 +84,4 @@ def run(args: argparse.Namespace) -> int:
         pp_rule=args.pp_rule,
         convention=args.convention,
     )
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(report.render_text())
-    return report.exit_code
+    return emit(report, args.json)
