@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._entry import Convention, DefaultRule, Meaning, OffsetRule, PipelineParallel
 from .hf import NESTED
 
@@ -34,21 +36,27 @@ _COMMON_NOTES = (
     "[start_layer, end_layer): only layers on the last stage are captured.",
 )
 
-SGLANG_LEGACY = Convention(
-    name="sglang-legacy",
-    system="SGLang <= 0.5.12 (before sglang#25454)",
+# Facts every SGLang entry shares: nested ids, [2, L//2, L-3] loop-index default, capture
+# before layer i, ascending concat, last-stage-only pipeline capture, the embedding caveat.
+_SHARED: dict[str, Any] = dict(
     role="engine",
-    meaning=Meaning.OUTPUT,
-    offset_rule=OffsetRule.PLUS_ONE_ALWAYS,
     id_paths=(NESTED,),
     default=DefaultRule.BOUNDARIES_2_MID_LM3,
     concat_order="ascending",
-    embedding_reachable=False,
-    last_output_reachable=False,
     captures_before_layer=True,
     pipeline_parallel=PipelineParallel.LAST_STAGE_ONLY,
     pp_split_rule="sglang",
     embedding_caveat=_EMBEDDING,
+)
+
+SGLANG_LEGACY = Convention(
+    **_SHARED,
+    name="sglang-legacy",
+    system="SGLang <= 0.5.12 (before sglang#25454)",
+    meaning=Meaning.OUTPUT,
+    offset_rule=OffsetRule.PLUS_ONE_ALWAYS,
+    embedding_reachable=False,
+    last_output_reachable=False,
     notes=(
         "Explicit ids: [val + 1 for val in layer_ids] (output meaning), so explicit default ids "
         "differ from the no-ids default.",
@@ -58,20 +66,13 @@ SGLANG_LEGACY = Convention(
 )
 
 SGLANG = Convention(
+    **_SHARED,
     name="sglang",
     system="SGLang after sglang#25454 (deepseek_v2.py: DeepSeek-V3, Kimi-K2/K2.5)",
-    role="engine",
     meaning=Meaning.CONDITIONAL,
     offset_rule=OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE,
-    id_paths=(NESTED,),
-    default=DefaultRule.BOUNDARIES_2_MID_LM3,
-    concat_order="ascending",
     embedding_reachable=True,
     last_output_reachable=False,
-    captures_before_layer=True,
-    pipeline_parallel=PipelineParallel.LAST_STAGE_ONLY,
-    pp_split_rule="sglang",
-    embedding_caveat=_EMBEDDING,
     notes=(
         "`if layer_ids and layer_ids[0] == 1:` +1, else the ids are used as loop indices: a "
         "drafter trained on outputs [2, 30, 58] is served one layer early.",
@@ -84,20 +85,13 @@ SGLANG = Convention(
 )
 
 SGLANG_GPT_OSS = Convention(
+    **_SHARED,
     name="sglang-gpt-oss",
     system="SGLang >= 0.5.17 gpt_oss.py (sglang#32334)",
-    role="engine",
     meaning=Meaning.CONDITIONAL,
     offset_rule=OffsetRule.LOOP_IF_MAX_IS_L,
-    id_paths=(NESTED,),
-    default=DefaultRule.BOUNDARIES_2_MID_LM3,
-    concat_order="ascending",
     embedding_reachable=True,
     last_output_reachable=True,
-    captures_before_layer=True,
-    pipeline_parallel=PipelineParallel.LAST_STAGE_ONLY,
-    pp_split_rule="sglang",
-    embedding_caveat=_EMBEDDING,
     notes=(
         "Ids are loop indices (boundaries) when max(ids) == L, else +1 is applied; "
         "nvidia/gpt-oss-120b-Eagle3-v3 uses boundaries [24, 30, 36] with norm_before_fc.",
