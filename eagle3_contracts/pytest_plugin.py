@@ -172,7 +172,7 @@ class DrafterServeItem(pytest.Item):
         target = self._target()
         if target is None:
             raise DrafterCheckFailed(
-                f"{self.path.name}: no target config: set eagle3_target in the pytest ini or "
+                f"{self._shown()}: no target config: set eagle3_target in the pytest ini or "
                 f"put the target's config.json next to the drafter as target.json"
             )
         trained = self.config.getini("eagle3_trained_with").strip() or None
@@ -196,7 +196,14 @@ class DrafterServeItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         system = self.system or "default engines"
-        return self.path, None, f"eagle3 drafter config {self.path.name} served with {system}"
+        return self.path, None, f"eagle3 drafter config {self._shown()} served with {system}"
+
+    def _shown(self) -> str:
+        """The config's path relative to the rootdir (several drafters share one file name)."""
+        try:
+            return str(self.path.relative_to(self.config.rootpath))
+        except ValueError:
+            return str(self.path)
 
 
 # -- fixtures ------------------------------------------------------------------------------
