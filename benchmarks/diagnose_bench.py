@@ -72,12 +72,10 @@ def _all_states(model, captured, input_ids, hidden: int, rtol: float) -> tuple[i
     """The output_hidden_states approach: hold all L+1 states, then compare."""
     import torch
 
+    from eagle3_contracts.capture import reference_states
+
+    states = list(reference_states(model, input_ids, range(-1, len(model.layers))).values())
     with torch.no_grad():
-        state = model.enter(input_ids)
-        states = [model.stream(state)]
-        for i in range(len(model.layers)):
-            state = model.run_layer(i, state)
-            states.append(model.stream(state))
         found: list[int | None] = []
         for j in range(captured.shape[-1] // hidden):
             seg = captured[..., j * hidden : (j + 1) * hidden].float()

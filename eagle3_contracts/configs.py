@@ -109,13 +109,7 @@ class TargetConfig:
 def read_draft_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> DraftConfig:
     """Parse a drafter ``config.json`` (path or dict) into a ``DraftConfig``."""
     data, src = _load(path_or_dict, "draft config")
-    nested = data.get("eagle_config")
-    if nested is not None and not isinstance(nested, Mapping):
-        raise ConfigError(
-            f"eagle_config must be a JSON object, got {_tname(nested)}",
-            source=src,
-            field="eagle_config",
-        )
+    nested = _object(data, "eagle_config", src)
     nested_ids = _ids(nested, IDS_FIELD, src, prefix="eagle_config.") if nested else None
     top_ids = _ids(data, IDS_FIELD, src)
     if nested_ids is not None and top_ids is not None and nested_ids != top_ids:
@@ -126,13 +120,7 @@ def read_draft_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) 
             source=src,
             field=IDS_FIELD,
         )
-    layer_cfg = data.get("transformer_layer_config")
-    if layer_cfg is not None and not isinstance(layer_cfg, Mapping):
-        raise ConfigError(
-            f"transformer_layer_config must be a JSON object, got {_tname(layer_cfg)}",
-            source=src,
-            field="transformer_layer_config",
-        )
+    layer_cfg = _object(data, "transformer_layer_config", src)
     speculators = "speculators_model_type" in data
     if speculators:
         kind = data["speculators_model_type"]
@@ -155,14 +143,8 @@ def read_draft_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) 
     )
     norm_flags, unknown = _norm_flags(data, nested or {}, src)
     verifier = None
-    spec_cfg = data.get("speculators_config")
+    spec_cfg = _object(data, "speculators_config", src)
     if spec_cfg is not None:
-        if not isinstance(spec_cfg, Mapping):
-            raise ConfigError(
-                f"speculators_config must be a JSON object, got {_tname(spec_cfg)}",
-                source=src,
-                field="speculators_config",
-            )
         ver = spec_cfg.get("verifier")
         if isinstance(ver, Mapping):
             verifier = _str(ver, "name_or_path", src, prefix="speculators_config.verifier.")
@@ -187,13 +169,7 @@ def read_draft_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) 
 def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> TargetConfig:
     """Parse a target Hugging Face ``config.json`` (multimodal ``text_config`` included)."""
     data, src = _load(path_or_dict, "target config")
-    text = data.get("text_config")
-    if text is not None and not isinstance(text, Mapping):
-        raise ConfigError(
-            f"text_config must be a JSON object, got {_tname(text)}",
-            source=src,
-            field="text_config",
-        )
+    text = _object(data, "text_config", src)
     sizes, prefix = data, ""
     if text is not None and not any(k in data for k in _NUM_LAYERS_KEYS):
         sizes, prefix = text, "text_config."
@@ -324,6 +300,16 @@ def _first_int(data: Mapping[str, Any], keys: tuple[str, ...], src: str, prefix:
         source=src,
         field=prefix + keys[0],
     )
+
+
+def _object(data: Mapping[str, Any], key: str, src: str) -> Mapping[str, Any] | None:
+    """``data[key]`` if it is a JSON object, ``None`` if absent or null."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{key} must be a JSON object, got {_tname(value)}", source=src, field=key
+        )
+    return value
 
 
 def _str(data: Mapping[str, Any], key: str, src: str, *, prefix: str = "") -> str | None:

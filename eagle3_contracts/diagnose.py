@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._text import text_table
 from .contract import CaptureContract
 from .errors import ContractError, DumpError
-from .layer_ids import EMBEDDING, check_layer_id, describe
+from .layer_ids import EMBEDDING, check_layer_id, describe, uniform_shift
 
 if TYPE_CHECKING:
     from .dump import Dump
@@ -156,7 +157,7 @@ def describe_difference(
         )
     # -- headline patterns ---------------------------------------------------------------
     if fully and len(want) == len(got):
-        shifts = {g - w for w, g in zip(want, got, strict=True)}  # type: ignore[operator]
+        shift = uniform_shift(want, got)  # type: ignore[arg-type]
         if sorted(want) == sorted(got):  # type: ignore[type-var]
             out.append(
                 Difference(
@@ -166,8 +167,8 @@ def describe_difference(
                     tuple(got),  # type: ignore[arg-type]
                 )
             )
-        elif len(shifts) == 1:
-            (d,) = shifts
+        elif shift is not None:
+            d = shift
             cause = {
                 -1: "ids read as loop indices / layer inputs where layer outputs were meant: "
                 "the sglang#25454 / vllm#43671 off-by-one",
@@ -426,7 +427,7 @@ class DiagnoseReport:
                         f"{s.rel_error:.2g}",
                     )
                 )
-            lines += _table(rows, indent="  ")
+            lines += text_table(rows, indent="  ")
             if d.ok:
                 lines.append("  verdict: OK, every segment is the layer expected")
             else:
@@ -448,14 +449,6 @@ class DiagnoseReport:
                 lines += [f"    - {f.message}" for f in c.findings]
         lines += ["", f"result: {'OK' if self.ok else 'MISMATCH'} (exit {self.exit_code})"]
         return "\n".join(lines)
-
-
-def _table(rows: list[tuple[str, ...]], indent: str) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
 
 
 # -- the diagnosis -----------------------------------------------------------------------------
@@ -732,4 +725,5 @@ __all__ = [
     "diagnose",
     "diagnose_dump",
     "resolve_claim",
+    "uniform_shift",
 ]

@@ -24,6 +24,7 @@ from .contract import CaptureContract, Order
 if TYPE_CHECKING:
     import torch
     from torch import Tensor, nn
+    from transformers import PretrainedConfig
 
     from .models import SyntheticConfig
 
@@ -88,12 +89,16 @@ class ModelCase:
         """The model config as plain data (what the fingerprint hashes)."""
         if self.synthetic is not None:
             return asdict(self.synthetic)
+        cfg = self._hf_config().to_diff_dict()
+        return {k: v for k, v in cfg.items() if k not in _VOLATILE_CONFIG_KEYS}
+
+    def _hf_config(self) -> PretrainedConfig:
+        """The tiny ``PretrainedConfig`` of an HF case."""
         from .hf_models import tiny_hf_config
 
-        cfg = tiny_hf_config(
+        return tiny_hf_config(
             self.hf_arch, num_layers=self.hf_num_layers, hidden_size=self.hf_hidden_size
         )
-        return {k: v for k, v in cfg.to_diff_dict().items() if k not in _VOLATILE_CONFIG_KEYS}
 
     @property
     def num_layers(self) -> int:
@@ -123,12 +128,9 @@ class ModelCase:
             from .models import build_synthetic
 
             return build_synthetic(self.synthetic, dtype=dtype, device=device)
-        from .hf_models import build_tiny_hf, tiny_hf_config
+        from .hf_models import build_tiny_hf
 
-        cfg = tiny_hf_config(
-            self.hf_arch, num_layers=self.hf_num_layers, hidden_size=self.hf_hidden_size
-        )
-        return build_tiny_hf(cfg, seed=self.seed).to(device=device, dtype=dtype)
+        return build_tiny_hf(self._hf_config(), seed=self.seed).to(device=device, dtype=dtype)
 
     def inputs(self, device: str = "cpu") -> tuple[Tensor, Tensor | None]:
         """``(input_ids [B, T], attention_mask or None)`` drawn from ``input_seed`` on the CPU."""

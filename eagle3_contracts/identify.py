@@ -143,10 +143,22 @@ def _rel(seg: Tensor, ref: Tensor, keep: Tensor | None) -> float:
     return _metrics(seg, ref, keep)[0]
 
 
-def _hidden_size(model: nn.Module) -> int:
+def _text_config(model: nn.Module) -> Any:
+    """``model.config`` (its text part for multimodal HF configs), or ``None``."""
     config: Any = getattr(model, "config", None)
     if config is not None and hasattr(config, "get_text_config"):
         config = config.get_text_config()
+    return config
+
+
+def _input_embeddings(model: nn.Module) -> Any:
+    """The token embedding: ``get_input_embeddings()`` (HF) or ``embed_tokens`` (synthetic)."""
+    get = getattr(model, "get_input_embeddings", None)
+    return get() if callable(get) else getattr(model, "embed_tokens", None)
+
+
+def _hidden_size(model: nn.Module) -> int:
+    config = _text_config(model)
     for name in ("hidden_size", "n_embd", "d_model"):
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
@@ -159,9 +171,7 @@ def _hidden_size(model: nn.Module) -> int:
 
 def _raw_embedding(model: nn.Module, input_ids: Tensor) -> Tensor | None:
     """The bare embedding-table lookup (no position embeddings, no scaling)."""
-    get = getattr(model, "get_input_embeddings", None)
-    emb = get() if callable(get) else getattr(model, "embed_tokens", None)
-    weight = getattr(emb, "weight", None)
+    weight = getattr(_input_embeddings(model), "weight", None)
     if not isinstance(weight, Tensor):
         return None
     return nn.functional.embedding(input_ids, weight)

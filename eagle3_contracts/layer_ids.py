@@ -16,6 +16,8 @@ Two other index systems appear in the wild:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .errors import ContractError
 
 EMBEDDING = -1
@@ -111,6 +113,14 @@ def from_hf_index(index: int, num_layers: int, *, field: str = "hf_index") -> in
             field=field,
         )
     return index - 1
+
+
+def uniform_shift(want: Sequence[int], got: Sequence[int]) -> int | None:
+    """``k`` when every ``got[i] == want[i] + k`` (same non-zero length), else ``None``."""
+    if not want or len(want) != len(got):
+        return None
+    shifts = {g - w for w, g in zip(want, got, strict=True)}
+    return shifts.pop() if len(shifts) == 1 else None
 
 
 def describe(layer_id: int, num_layers: int) -> str:

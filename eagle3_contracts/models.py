@@ -133,8 +133,8 @@ class MLP(nn.Module):
         return self.down(nn.functional.gelu(self.up(x)))
 
 
-class ResidualBlock(nn.Module):
-    """HF-style block: ``x + attn(norm(x))`` then ``+ mlp(norm(.))``; returns the stream."""
+class _Block(nn.Module):
+    """The modules of a block (norm, attention, norm, MLP); subclasses wire the residual."""
 
     def __init__(self, config: SyntheticConfig) -> None:
         super().__init__()
@@ -142,6 +142,13 @@ class ResidualBlock(nn.Module):
         self.attn = Attention(config.hidden_size, config.num_heads)
         self.post_norm = RMSNorm(config.hidden_size)
         self.mlp = MLP(config.hidden_size)
+
+
+class ResidualBlock(_Block):
+    """HF-style block: ``x + attn(norm(x))`` then ``+ mlp(norm(.))``; returns the stream."""
+
+    def __init__(self, config: SyntheticConfig) -> None:
+        super().__init__(config)
         self.tuple_outputs = config.tuple_outputs
 
     def forward(
@@ -153,15 +160,8 @@ class ResidualBlock(nn.Module):
         return (h,) if self.tuple_outputs else h
 
 
-class FusedBlock(nn.Module):
+class FusedBlock(_Block):
     """Engine-style block: takes and returns ``(hidden, residual)``; stream = their sum."""
-
-    def __init__(self, config: SyntheticConfig) -> None:
-        super().__init__()
-        self.input_norm = RMSNorm(config.hidden_size)
-        self.attn = Attention(config.hidden_size, config.num_heads)
-        self.post_norm = RMSNorm(config.hidden_size)
-        self.mlp = MLP(config.hidden_size)
 
     def forward(
         self,

@@ -21,7 +21,7 @@ from .configs import DraftConfig, TargetConfig, read_draft_config, read_target_c
 from .contract import CaptureContract, Order
 from .conventions import Convention, Dedup, DefaultRule, PipelineParallel, Validation
 from .errors import ContractError
-from .layer_ids import describe
+from .layer_ids import describe, uniform_shift
 
 if TYPE_CHECKING:
     from .parallel.partition import LayerPartition
@@ -309,14 +309,8 @@ def _pipeline(
         return ids, ()
     behaviour = conv.pipeline_parallel
     last = partition.pp_size - 1
-
-    def capture_stage(layer: int) -> int:
-        # a before-layer capture of canonical N runs where layer N + 1 runs
-        if conv.captures_before_layer and layer + 1 < n:
-            return partition.stage_of(layer + 1)
-        return partition.stage_of(layer)
-
-    early = tuple(i for i in ids if capture_stage(i) != last)
+    before = conv.captures_before_layer
+    early = tuple(i for i in ids if partition.capturing_stage(i, before_layer=before) != last)
     if behaviour is PipelineParallel.LAST_STAGE_ONLY:
         if early:
             notes.append(
@@ -406,21 +400,19 @@ def _layer_findings(
             )
         )
         return out
-    if len(t) == len(s):
-        diffs = {b - a for a, b in zip(t, s, strict=True)}
-        if len(diffs) == 1:
-            k = diffs.pop()
-            way = "late" if k > 0 else "early"
-            out.append(
-                (
-                    FindingKind.SHIFTED,
-                    f"shifted by {k:+d}: every state is {abs(k)} layer{'s' * (abs(k) != 1)} "
-                    f"{way} ([{', '.join(map(str, s))}] instead of [{', '.join(map(str, t))}])",
-                    s,
-                    k,
-                )
+    k = uniform_shift(t, s)
+    if k is not None:
+        way = "late" if k > 0 else "early"
+        out.append(
+            (
+                FindingKind.SHIFTED,
+                f"shifted by {k:+d}: every state is {abs(k)} layer{'s' * (abs(k) != 1)} "
+                f"{way} ([{', '.join(map(str, s))}] instead of [{', '.join(map(str, t))}])",
+                s,
+                k,
             )
-            return out
+        )
+        return out
     if -1 in s and -1 not in t:
         out.append(
             (

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import conventions
+from ._text import text_table
 from .configs import DraftConfig, TargetConfig, read_draft_config, read_target_config
 from .drafter import ERROR, DrafterCheck, check_drafter_coherence
 from .errors import ConfigError, ContractError
@@ -176,7 +177,7 @@ class CheckReport:
         show_reading = len(self.readings) > 1
         header = (["config"] if show_config else []) + (["reading"] if show_reading else [])
         header += ["system", "layers fed (canonical)", "verdict", "fix"]
-        table = [header]
+        table = [tuple(header)]
         for r in self.rows:
             fed = _ids(r.plan.layer_ids) or "-"
             if r.plan.non_canonical:
@@ -185,14 +186,8 @@ class CheckReport:
                 fed = "(refused)"
             fix = r.fix_label()
             cells = ([r.config] if show_config else []) + ([r.reading] if show_reading else [])
-            table.append([*cells, r.system, fed, r.verdict, fix])
-        widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-        for row in table:
-            lines.append(
-                "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True))
-                + "  "
-                + row[-1]
-            )
+            table.append((*cells, r.system, fed, r.verdict, fix))
+        lines += text_table(table)
         detail = [r for r in self.rows if r.findings or r.plan.notes]
         if detail:
             lines.append("")
@@ -372,10 +367,7 @@ def _partitions(
 
     n = check_num_layers(target.num_layers)
     if pp_partition is not None:
-        if isinstance(pp_partition, str):
-            part = LayerPartition.parse(pp_partition, num_layers=n, pp_size=pp_size)
-        else:
-            part = LayerPartition.from_sizes(pp_partition, num_layers=n, pp_size=pp_size)
+        part = LayerPartition.parse(pp_partition, num_layers=n, pp_size=pp_size)
         return dict.fromkeys(systems, part)
     assert pp_size is not None
     out = {}

@@ -143,6 +143,11 @@ class Drift:
 _MISSING = object()
 
 
+def _absent(received: Any) -> str:
+    """The note of a part present on one side only (``received`` is ``_MISSING`` or not)."""
+    return "only in the golden" if received is _MISSING else "not in the golden"
+
+
 SHOWN_CHARS = 80
 """Longer values are cut in drift lines (the golden file and the record hold them whole)."""
 
@@ -180,8 +185,7 @@ def _compare(
             g, r = golden.get(key, _MISSING), received.get(key, _MISSING)
             sub_where, sub_field = (key, ()) if top else (where, (*field, key))
             if g is _MISSING or r is _MISSING:
-                note = "only in the golden" if r is _MISSING else "not in the golden"
-                yield Drift(sub_where, ".".join(sub_field), g, r, note)
+                yield Drift(sub_where, ".".join(sub_field), g, r, _absent(r))
             elif key == STATS_KEY and isinstance(g, dict) and isinstance(r, dict):
                 yield from _compare_stats(g, r, sub_where, sub_field, context, rtol)
             else:
@@ -199,8 +203,7 @@ def _compare(
             r = received[i] if i < len(received) else _MISSING
             item_where = (f"{where}, " if field else "") + _item_label(noun, i, g, r)
             if g is _MISSING or r is _MISSING:
-                note = "only in the golden" if r is _MISSING else "not in the golden"
-                yield Drift(item_where, "", g, r, note)
+                yield Drift(item_where, "", g, r, _absent(r))
             else:
                 yield from _compare(g, r, item_where, (), context, rtol)
         return
@@ -247,8 +250,7 @@ def _compare_stats(
         g, r = golden.get(key, _MISSING), received.get(key, _MISSING)
         name = ".".join((*field, key))
         if g is _MISSING or r is _MISSING:
-            note = "only in the golden" if r is _MISSING else "not in the golden"
-            yield Drift(where, name, g, r, note)
+            yield Drift(where, name, g, r, _absent(r))
             continue
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (g, r)):
             if not _same(g, r):

@@ -67,10 +67,11 @@ def target_from_model(
 ) -> Target:
     """Wrap an in-process model (HF or synthetic) as a ``Target``."""
     from .capture import decoder_layers
+    from .identify import _text_config
 
     layers = decoder_layers(model, layers_path)
     config = getattr(model, "config", None)
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    text = _text_config(model)
     hidden = getattr(text, "hidden_size", None)
     vocab = getattr(text, "vocab_size", None)
     if not isinstance(hidden, int) or not isinstance(vocab, int):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -30,9 +29,12 @@ from .identify import (
     SegmentMatch,
     _choose_rtol,
     _hidden_size,
+    _input_embeddings,
+    _rel,
+    _text_config,
     identify_segments,
 )
-from .layer_ids import EMBEDDING, describe
+from .layer_ids import EMBEDDING, describe, uniform_shift
 
 CaptureFn = Callable[..., Tensor]
 PAD = 3  # tokens of padding in the batch-invariance check
@@ -97,14 +99,10 @@ class VerifyReport:
 
 # -- helpers ---------------------------------------------------------------------------
 def _vocab_size(model: nn.Module) -> int:
-    config: Any = getattr(model, "config", None)
-    if config is not None and hasattr(config, "get_text_config"):
-        config = config.get_text_config()
-    value = getattr(config, "vocab_size", None)
+    value = getattr(_text_config(model), "vocab_size", None)
     if isinstance(value, int) and value > 0:
         return value
-    get = getattr(model, "get_input_embeddings", None)
-    emb = get() if callable(get) else getattr(model, "embed_tokens", None)
+    emb = _input_embeddings(model)
     if isinstance(emb, nn.Embedding):
         return emb.num_embeddings
     raise ContractError(
@@ -137,11 +135,6 @@ def _run(fn: CaptureFn, model: nn.Module, ids: Tensor, mask: Tensor | None = Non
             findings=("capture_fn must return a tensor",),
         )
     return out
-
-
-def _rel(a: Tensor, b: Tensor) -> float:
-    a, b = a.float(), b.float()
-    return ((a - b).norm() / b.norm().clamp_min(1e-12)).item()
 
 
 def _what(match: SegmentMatch, num_layers: int) -> str:
@@ -188,6 +181,7 @@ def diagnose(
         causes.append(f"the capture holds {len(found)} states, the contract {len(expected)}")
     same_len = len(found) == len(expected)
     if same_len and None not in ids and ids != list(expected):
+        shift = uniform_shift(expected, ids)  # type: ignore[arg-type]
         if sorted(ids) == sorted(expected):
             causes.append(
                 f"the right layers in the wrong order: {ids} instead of {list(expected)}; the "
@@ -200,12 +194,12 @@ def diagnose(
             )
         elif ids[0] == EMBEDDING != expected[0] and ids[1:] == list(expected[:-1]):
             causes.append("segments are shifted one position: an embedding was inserted")
-        elif all(n == e - 1 for n, e in zip(ids, expected, strict=True)):
+        elif shift == -1:
             causes.append(
                 "every segment is one layer early: ids were used as boundary (input-of-layer) "
                 "indices where layer outputs were meant; the +1 offset is missing"
             )
-        elif all(n == e + 1 for n, e in zip(ids, expected, strict=True)):
+        elif shift == 1:
             causes.append(
                 "every segment is one layer late: a +1 offset was applied to ids that were "
                 "already layer outputs"
@@ -297,7 +291,7 @@ def verify_capture(
     # determinism
     again = _run(capture_fn, model, alone_ids)
     tol, _ = _choose_rtol(rtol, alone, model)
-    drift = _rel(again, alone) if again.shape == alone.shape else float("inf")
+    drift = _rel(again, alone, None) if again.shape == alone.shape else float("inf")
     checks.append(Check("determinism", drift <= tol, f"rel difference {drift:.3g} (rtol {tol:g})"))
 
     # batch invariance
@@ -371,7 +365,7 @@ def _batch_invariance(
         return [f"the batched capture has shape {tuple(batch.shape)} ({how})"]
     findings = []
     for row, alone, n in [(0, alone0, t), *others]:
-        err = _rel(batch[row, :n], alone[0, :n])
+        err = _rel(batch[row, :n], alone[0, :n], None)
         if err > tol:
             findings.append(
                 f"sequence {row} alone differs from it inside {how} (rel error {err:.3g})"

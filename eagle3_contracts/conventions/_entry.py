@@ -267,7 +267,7 @@ class Convention:
 
     def _candidates(self, ids: tuple[int, ...]) -> list[tuple[int, ...]]:
         ordered = ids if self.concat_order == "as_listed" else tuple(sorted(ids))
-        forms = [tuple(n for n in ordered), tuple(n + 1 for n in ordered)]  # output, boundary
+        forms = [ordered, tuple(n + 1 for n in ordered)]  # output, boundary
         if self.offset_rule in (OffsetRule.BOUNDARY, OffsetRule.HF_INDEX):
             forms.reverse()
         out = []

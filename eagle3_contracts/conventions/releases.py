@@ -151,14 +151,13 @@ def model_file_for(
                     continue  # a wrapper whose language model is read through the map below
                 return key
     if model_type:
-        file = MODEL_TYPE_FILES.get(model_type, f"{model_type}.py")
-        keys = [k for k in classes if k.split(":", 1)[0] == file]
-        if keys:
-            return keys[0] if len(keys) == 1 else _prefer_main(keys)
+        key = _main_key(classes, MODEL_TYPE_FILES.get(model_type, f"{model_type}.py"))
+        if key is not None:
+            return key
     files = sorted({k.split(":", 1)[0] for k in classes})
     given = ", ".join(
-        [*(f"architectures {list(architectures)}" for _ in [0] if architectures)]
-        + [f"model_type {model_type!r}" for _ in [0] if model_type]
+        ([f"architectures {list(architectures)}"] if architectures else [])
+        + ([f"model_type {model_type!r}"] if model_type else [])
     )
     raise ContractError(
         f"{release} has no probed model file for {given or 'an unknown target'}: pass the "
@@ -173,9 +172,11 @@ def _delegates(row: dict[str, Any]) -> bool:
     return "delegates_to" in row.get("selection", {})
 
 
-def _prefer_main(keys: list[str]) -> str:
+def _main_key(classes: dict[str, Any], file: str) -> str | None:
+    """The entry class of model file ``file``: its ``...ForCausalLM`` when it has several."""
+    keys = [k for k in classes if k.split(":", 1)[0] == file]
     causal = [k for k in keys if k.endswith("ForCausalLM")]
-    return sorted(causal or keys)[0]
+    return sorted(causal or keys)[0] if keys else None
 
 
 # -- building the Convention ------------------------------------------------------------------
@@ -208,8 +209,9 @@ def alias_convention(name: str) -> Convention:
         )
     alias = ALIASES[name]
     table = load_table(alias.framework, alias.version)
-    keys = [k for k in table["classes"] if k.split(":", 1)[0] == alias.model_file]
-    return convention_from_table(table, _prefer_main(keys))
+    key = _main_key(table["classes"], alias.model_file)
+    assert key is not None, f"{alias.release} has no entry class in {alias.model_file}"
+    return convention_from_table(table, key)
 
 
 def convention_from_table(table: dict[str, Any], key: str) -> Convention:
@@ -282,16 +284,12 @@ def convention_from_table(table: dict[str, Any], key: str) -> Convention:
             f"goldens/registry/{framework}-{version}.json classes[{key!r}]",
         ),
         "release": release,
-    }
-    optional = {
         "captures_before_layer": any(
             s["where"] in ("before layer", "into layer") for s in placement["sites"]
         ),
         "pp_split_rule": framework,
         "embedding_caveat": "" if embedding == "captured" else embedding,
     }
-    known = set(Convention.__dataclass_fields__)
-    fields.update({k: v for k, v in optional.items() if k in known})
     return Convention(**fields)
 
 

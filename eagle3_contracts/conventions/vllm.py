@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._entry import Convention, Dedup, DefaultRule, Meaning, OffsetRule, PipelineParallel
 from .hf import NESTED, TOP_LEVEL
 
@@ -25,19 +27,25 @@ _NOTES = (
     "model runner V2 after vllm#50514 (merged 2026-08).",
 )
 
-VLLM = Convention(
-    name="vllm",
-    system="vLLM (top-level ids only)",
+# Facts both vLLM entries share: boundary ids with no offset, the (2, L//2, L-3) default,
+# sorted(set(ids)), 0..L reachable, pipeline behaviour depending on the model runner.
+_SHARED: dict[str, Any] = dict(
     role="engine",
     meaning=Meaning.BOUNDARY,
     offset_rule=OffsetRule.BOUNDARY,
-    id_paths=(TOP_LEVEL,),
     default=DefaultRule.BOUNDARIES_2_MID_LM3,
     concat_order="ascending",
     dedup=Dedup.SORTED_SET,
     embedding_reachable=True,
     last_output_reachable=True,
     pipeline_parallel=PipelineParallel.DEPENDS,
+)
+
+VLLM = Convention(
+    **_SHARED,
+    name="vllm",
+    system="vLLM (top-level ids only)",
+    id_paths=(TOP_LEVEL,),
     notes=(
         "Reads only the top-level eagle_aux_hidden_state_layer_ids: a nested-only eagle_config "
         "is ignored and the default applies silently (vllm#50170).",
@@ -47,18 +55,10 @@ VLLM = Convention(
 )
 
 VLLM_NESTED = Convention(
+    **_SHARED,
     name="vllm-nested",
     system="vLLM with the nested fallback (vllm#42764; vllm 0.33.0)",
-    role="engine",
-    meaning=Meaning.BOUNDARY,
-    offset_rule=OffsetRule.BOUNDARY,
     id_paths=(TOP_LEVEL, NESTED),
-    default=DefaultRule.BOUNDARIES_2_MID_LM3,
-    concat_order="ascending",
-    dedup=Dedup.SORTED_SET,
-    embedding_reachable=True,
-    last_output_reachable=True,
-    pipeline_parallel=PipelineParallel.DEPENDS,
     notes=(
         "Reads the top-level field first, then (only if absent) the nested eagle_config one, "
         "both as boundaries, no offset.",

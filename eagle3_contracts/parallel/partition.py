@@ -195,14 +195,22 @@ class LayerPartition:
     @classmethod
     def parse(
         cls,
-        text: str,
+        text: str | Sequence[int],
         *,
         num_layers: int | None = None,
         pp_size: int | None = None,
         field_name: str = "pp_partition",
     ) -> LayerPartition:
-        """``"15,15,16,15"`` (the engines' ``*_PP_LAYER_PARTITION`` syntax) -> partition."""
-        parts = [p.strip() for p in str(text).split(",")]
+        """``"15,15,16,15"`` (the engines' ``*_PP_LAYER_PARTITION`` syntax) -> partition.
+
+        Anything but a string is a sequence of counts, taken as is (``from_sizes``), so callers
+        accepting either form (``--pp-partition``, ``pp_partition=``) need no branch.
+        """
+        if not isinstance(text, str):
+            return cls.from_sizes(
+                text, num_layers=num_layers, pp_size=pp_size, field_name=field_name
+            )
+        parts = [p.strip() for p in text.split(",")]
         sizes = []
         for i, part in enumerate(parts):
             try:
@@ -253,6 +261,15 @@ class LayerPartition:
             if layer_id < start + self.sizes[stage]:
                 return stage
         raise AssertionError("unreachable: check_layer_id bounds the id")  # pragma: no cover
+
+    def capturing_stage(self, layer_id: int, *, before_layer: bool = False) -> int:
+        """The stage that captures canonical ``layer_id``: its owner, or, for an engine that
+        takes canonical ``N`` entering layer ``N + 1`` (``before_layer``), the stage running
+        layer ``N + 1`` (the last layer's output is still taken on the last stage)."""
+        stage = self.stage_of(layer_id)
+        if before_layer and layer_id + 1 < self.num_layers:
+            return self.stage_of(layer_id + 1)
+        return stage
 
     def local_index(self, layer_id: int) -> int:
         """Index of ``layer_id``'s layer inside its stage (``-1`` stays ``-1``).

@@ -212,6 +212,16 @@ def _spec_to_wire(model: ModelSpec) -> dict[str, Any]:
     )
 
 
+def check_model_fits(model: SyntheticConfig, contract: CaptureContract) -> None:
+    """``ContractError`` unless ``model`` has the contract's depth and width."""
+    for name, want in (("num_layers", contract.num_layers), ("hidden_size", contract.hidden_size)):
+        if getattr(model, name) != want:
+            raise ContractError(
+                f"model.{name} = {getattr(model, name)} but the contract says {want}",
+                field=f"model.{name}",
+            )
+
+
 def build_model(spec: dict[str, Any]) -> nn.Module:
     """Build the target a wire spec describes (same weights on every rank)."""
     if "synthetic" in spec:
@@ -485,15 +495,7 @@ def run_pipeline(
         )
     wire_model = _spec_to_wire(model)
     if isinstance(model, SyntheticConfig):
-        for name, want in (
-            ("num_layers", contract.num_layers),
-            ("hidden_size", contract.hidden_size),
-        ):
-            if getattr(model, name) != want:
-                raise ContractError(
-                    f"model.{name} = {getattr(model, name)} but the contract says {want}",
-                    field=f"model.{name}",
-                )
+        check_model_fits(model, contract)
         if input_ids is None:
             input_ids = default_input_ids(model.vocab_size)
     if input_ids is None:

@@ -34,7 +34,7 @@ from ..errors import ContractError, ContractViolation
 from ..layer_ids import EMBEDDING, describe
 from ..models import SyntheticConfig, SyntheticTarget, _attention_bias, build_synthetic
 from .launch import ProcessGroupPool, RankContext
-from .pipeline import default_input_ids
+from .pipeline import check_model_fits, default_input_ids
 
 # fp32 tolerance for sharded vs unsharded (torch.testing's fp32 defaults)
 RTOL = 1.3e-6
@@ -264,12 +264,7 @@ def run_tensor_parallel(
         raise ContractError(
             f"contract must be a CaptureContract, got {contract!r}", field="contract"
         )
-    for name, want in (("num_layers", contract.num_layers), ("hidden_size", contract.hidden_size)):
-        if getattr(model, name) != want:
-            raise ContractError(
-                f"model.{name} = {getattr(model, name)} but the contract says {want}",
-                field=f"model.{name}",
-            )
+    check_model_fits(model, contract)
     point = CAPTURE_POINTS.get(capture_point) if isinstance(capture_point, str) else capture_point
     if point is None:
         raise ContractError(

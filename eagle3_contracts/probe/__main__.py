@@ -27,6 +27,8 @@ GOLDENS = Path("goldens") / "registry"
 
 
 def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The releases ``--release`` names (default: every known one), plus the newest on the
+    index with ``--new``; each once, in order."""
     if args.release:
         out = []
         for item in args.release:
@@ -34,8 +36,11 @@ def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
             if not sep or framework not in FRAMEWORKS:
                 raise SystemExit(f"--release takes framework==version, e.g. sglang==0.5.23: {item}")
             out.append((framework, version))
-        return out
-    return [(fw, v) for fw, versions in KNOWN_RELEASES.items() for v in versions]
+    else:
+        out = [(fw, v) for fw, versions in KNOWN_RELEASES.items() for v in versions]
+    if args.new:
+        out += [(fw, _newest(fw)) for fw in FRAMEWORKS]
+    return list(dict.fromkeys(out))
 
 
 def _newest(framework: str) -> str:
@@ -52,10 +57,7 @@ def _probe(framework: str, version: str, cache: Path) -> dict:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    releases = _releases(args)
-    if args.new:
-        releases += [(fw, _newest(fw)) for fw in FRAMEWORKS]
-    for framework, version in dict.fromkeys(releases):
+    for framework, version in _releases(args):
         text = dumps(_probe(framework, version, args.cache))
         for folder in (args.goldens, PACKAGE_DATA):
             folder.mkdir(parents=True, exist_ok=True)
@@ -70,10 +72,7 @@ def _golden(goldens: Path, framework: str, version: str) -> dict | None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     problems: list[str] = []
-    releases = _releases(args)
-    if args.new:
-        releases += [(fw, _newest(fw)) for fw in FRAMEWORKS]
-    for framework, version in dict.fromkeys(releases):
+    for framework, version in _releases(args):
         label = f"{framework}=={version}"
         new = _probe(framework, version, args.cache)
         old = _golden(args.goldens, framework, version)

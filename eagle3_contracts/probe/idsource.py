@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from .selection import iter_functions
 from .stubs import Stub, World, namespace
 from .whitelist import SAFE_BUILTINS, SAFE_EXCEPTIONS, check_pure, compile_pure, compile_snippet
 
@@ -89,7 +90,7 @@ def precedence(answers: dict[str, str]) -> list[str]:
 
 
 def _mentions_key(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Constant) and n.value == KEY for n in ast.walk(node))
+    return any(_is_key(n) for n in ast.walk(node))
 
 
 def _free_names(stmts: list[ast.stmt]) -> list[str]:
@@ -226,12 +227,4 @@ def probe_reader(func: ast.FunctionDef, class_name: str | None, file: str) -> di
 
 def find_readers(tree: ast.Module) -> list[tuple[ast.FunctionDef, str | None]]:
     """Every function (module level or method) whose body mentions the ids key."""
-    out: list[tuple[ast.FunctionDef, str | None]] = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and _mentions_key(node):
-            out.append((node, None))
-        elif isinstance(node, ast.ClassDef):
-            for sub in node.body:
-                if isinstance(sub, ast.FunctionDef) and _mentions_key(sub):
-                    out.append((sub, node.name))
-    return out
+    return [(f.node, f.class_name) for f in iter_functions(tree) if _mentions_key(f.node)]

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .selection import FoundFunction, iter_functions
+
 CAPTURE_SETS: tuple[str, ...] = ("layers_to_capture", "aux_hidden_state_layers")
 CAPTURE_FLAG = "_is_layer_to_capture"
 COLLECT_METHODS: tuple[str, ...] = ("append", "capture", "extend")
@@ -395,16 +397,10 @@ def read_placement(
     (``EagleModelMixin._maybe_add_hidden_state``), by name; ``resolver`` turns a callee a capture
     is handed to into the value it stores (``readings.resolve``).
     """
-    helpers = dict(helpers or {})
-    forwards: list[tuple[str, ast.FunctionDef]] = []
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            for sub in node.body:
-                if isinstance(sub, ast.FunctionDef):
-                    if sub.name == "forward":
-                        forwards.append((node.name, sub))
-                    elif _defines_capture_helper(sub):
-                        helpers.setdefault(sub.name, sub)
+    local = capture_helpers(tree)
+    local.pop("forward", None)  # a forward is read as a stack, never inlined as a helper
+    helpers = {**local, **(helpers or {})}  # helpers passed in win over this file's
+    forwards = [(f.class_name, f.node) for f in _methods(tree) if f.node.name == "forward"]
     layer_forwards = [f for _, f in forwards]
     out: dict[str, Any] = {}
     for cls, func in forwards:
@@ -443,12 +439,14 @@ def _defines_capture_helper(func: ast.FunctionDef) -> bool:
     return False
 
 
+def _methods(tree: ast.Module) -> list[FoundFunction]:
+    return [f for f in iter_functions(tree) if f.class_name is not None]
+
+
 def capture_helpers(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     """Capture helpers (methods testing a parameter against the capture set) in a file."""
     found: dict[str, ast.FunctionDef] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            for sub in node.body:
-                if isinstance(sub, ast.FunctionDef) and _defines_capture_helper(sub):
-                    found.setdefault(sub.name, sub)
+    for f in _methods(tree):
+        if _defines_capture_helper(f.node):
+            found.setdefault(f.node.name, f.node)
     return found

@@ -27,13 +27,9 @@ DRAFTERS: tuple[tuple[str, int, str], ...] = (
 
 
 def _span_contains(span: str, boundary: int, num_layers: int) -> bool:
-    def value(text: str) -> int:
-        return eval_bound(text, num_layers)
-
-    if ".." in span:
-        lo, hi = span.split("..")
-        return value(lo) <= boundary <= value(hi)
-    return boundary == value(span)
+    """Whether ``boundary`` lies in a placement span (``"0..L-1"``, or one bound: ``"L"``)."""
+    lo, _, hi = span.partition("..")
+    return eval_bound(lo, num_layers) <= boundary <= eval_bound(hi or lo, num_layers)
 
 
 def eval_bound(text: str, num_layers: int) -> int:

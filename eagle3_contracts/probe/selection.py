@@ -10,7 +10,7 @@ answers are then matched against a few named rules; a function no rule explains 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,17 +206,20 @@ class FoundFunction:
         return f"{self.class_name}.{self.node.name}" if self.class_name else self.node.name
 
 
-def find_functions(tree: ast.Module, names: Sequence[str]) -> list[FoundFunction]:
-    """Every function (module level or in a class) named one of ``names``, in file order."""
-    found = []
+def iter_functions(tree: ast.Module) -> Iterator[FoundFunction]:
+    """Every function defined at module level or directly in a class, in file order."""
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name in names:
-            found.append(FoundFunction(None, node))
+        if isinstance(node, ast.FunctionDef):
+            yield FoundFunction(None, node)
         elif isinstance(node, ast.ClassDef):
             for sub in node.body:
-                if isinstance(sub, ast.FunctionDef) and sub.name in names:
-                    found.append(FoundFunction(node.name, sub))
-    return found
+                if isinstance(sub, ast.FunctionDef):
+                    yield FoundFunction(node.name, sub)
+
+
+def find_functions(tree: ast.Module, names: Sequence[str]) -> list[FoundFunction]:
+    """Every function (module level or in a class) named one of ``names``, in file order."""
+    return [f for f in iter_functions(tree) if f.node.name in names]
 
 
 def probe_function(found: FoundFunction, file: str) -> dict[str, Any]:

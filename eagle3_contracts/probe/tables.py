@@ -112,6 +112,8 @@ class _Release:
             tree = _parse(path)
             if tree is not None:
                 self.modules[path.name] = _Module(path.name, tree)
+        # the architecture -> (model file, class) table (vLLM's registry.py), parsed once
+        self.registry = _parse(root / spec.registry_file) if spec.registry_file else None
         # capture helpers defined outside the decoder files (vLLM's EagleModelMixin); helper
         # files elsewhere (SGLang's communicator) are only hashed, by ``readings``
         self.capture_helpers: dict[str, ast.FunctionDef] = {}
@@ -280,8 +282,7 @@ def _architectures(rel: _Release, classes: dict[str, Any]) -> dict[str, str]:
     """Architecture name (a target config's ``architectures`` entry) -> entry-class key."""
     out: dict[str, str] = {}
     if rel.spec.registry_file:
-        tree = _parse(rel.root / rel.spec.registry_file)
-        for node in ast.walk(tree) if tree else ():
+        for node in ast.walk(rel.registry) if rel.registry else ():
             if isinstance(node, ast.Dict):
                 for k, v in zip(node.keys, node.values, strict=False):
                     if (
@@ -306,8 +307,7 @@ def _entry_table(
     """Per entry class: the effective selection, default and placement, with the read chain."""
     entries: list[tuple[str, str]] = []
     if rel.spec.registry_file:
-        tree = _parse(rel.root / rel.spec.registry_file)
-        for node in ast.walk(tree) if tree else ():
+        for node in ast.walk(rel.registry) if rel.registry else ():
             if not (isinstance(node, ast.Tuple) and len(node.elts) == 2):
                 continue
             a, b = node.elts

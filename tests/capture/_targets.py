@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 
 import torch
 
@@ -48,3 +50,20 @@ def target(name: str):
 
 def vocab_of(model) -> int:
     return model.config.vocab_size
+
+
+@contextlib.contextmanager
+def forward_calls(model) -> Iterator[list[dict]]:
+    """Record the keyword arguments of every ``model.forward`` call made inside the block."""
+    calls: list[dict] = []
+    original = model.forward
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return original(*args, **kwargs)
+
+    model.forward = spy
+    try:
+        yield calls
+    finally:
+        del model.forward

@@ -21,7 +21,15 @@ from eagle3_contracts.hf_models import HF_ARCHITECTURES, entry_transform
 from eagle3_contracts.models import build_synthetic
 from eagle3_contracts.strategies import contracts, synthetic_configs, token_batches
 
-from ._targets import all_targets, hf_model, synthetic_model, target, tokens, vocab_of
+from ._targets import (
+    all_targets,
+    forward_calls,
+    hf_model,
+    synthetic_model,
+    target,
+    tokens,
+    vocab_of,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -195,18 +203,9 @@ def test_stop_early_skips_the_layers_after_the_deepest_id():
 
 def test_never_asks_for_output_hidden_states():
     model = hf_model("llama")
-    seen = {}
-    original = model.forward
-
-    def spy(*args, **kwargs):
-        seen.update(kwargs)
-        return original(*args, **kwargs)
-
-    model.forward = spy
-    try:
+    with forward_calls(model) as calls:
         capture_hidden_states(model, tokens(vocab_of(model)), [0, 3])
-    finally:
-        del model.forward
+    seen = {k: v for kwargs in calls for k, v in kwargs.items()}
     assert "output_hidden_states" not in seen
     assert seen.get("use_cache") is False
 

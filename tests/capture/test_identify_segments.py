@@ -21,7 +21,15 @@ from eagle3_contracts.identify import (
 from eagle3_contracts.models import SyntheticConfig, build_synthetic
 from eagle3_contracts.strategies import layer_ids, synthetic_configs, token_batches
 
-from ._targets import all_targets, hf_model, synthetic_model, target, tokens, vocab_of
+from ._targets import (
+    all_targets,
+    forward_calls,
+    hf_model,
+    synthetic_model,
+    target,
+    tokens,
+    vocab_of,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -169,18 +177,8 @@ def test_identification_is_one_streaming_forward_without_output_hidden_states():
     model = hf_model("qwen2")
     ids = tokens(vocab_of(model))
     captured = capture_states(model, ids, (1,))[1]
-    calls = []
-    original = model.forward
-
-    def spy(*args, **kwargs):
-        calls.append(kwargs)
-        return original(*args, **kwargs)
-
-    model.forward = spy
-    try:
+    with forward_calls(model) as calls:
         (match,) = identify_segments(captured, model, ids)
-    finally:
-        del model.forward
     assert match.layer_id == 1
     assert len(calls) == 1 and "output_hidden_states" not in calls[0]
 

@@ -116,6 +116,22 @@ def test_parse_accepts_engine_syntax() -> None:
     )
 
 
+def test_parse_takes_a_sequence_as_sizes() -> None:
+    assert LayerPartition.parse((15, 15, 16, 15), num_layers=61).sizes == (15, 15, 16, 15)
+    with pytest.raises(ContractError, match="sums to 46") as info:
+        LayerPartition.parse([15, 15, 16], num_layers=61)
+    assert info.value.field == "pp_partition"
+
+
+def test_capturing_stage_before_layer_moves_a_boundary_id_to_the_next_stage() -> None:
+    p = LayerPartition((4, 4))
+    assert [p.capturing_stage(n) for n in (-1, 3, 4, 7)] == [0, 0, 1, 1]
+    # canonical 3 taken entering layer 4 runs on stage 1; the last layer's output stays put
+    assert [p.capturing_stage(n, before_layer=True) for n in (-1, 2, 3, 7)] == [0, 0, 1, 1]
+    with pytest.raises(ContractError):
+        p.capturing_stage(8, before_layer=True)
+
+
 @pytest.mark.parametrize(
     ("call", "field"),
     [
