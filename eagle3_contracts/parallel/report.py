@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._text import text_table
 from ..errors import ContractError
 from ..layer_ids import EMBEDDING, check_num_layers, describe
 from .partition import SPLIT_RULES, LayerPartition, PipelineRisks, pipeline_risks
@@ -97,11 +98,7 @@ class StagesReport:
             table.append(
                 (name(n), str(row["stage"]), f"{a}-{b}", str(row["local_index"]), "; ".join(note))
             )
-        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-        for r in table:
-            lines.append(
-                "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-            )
+        lines += text_table(table, indent="  ")
         lines.append("")
         r = self.risks
 
@@ -132,7 +129,19 @@ class StagesReport:
                     f"partition (exit 1); move those ids' layers to the last stage, or serve "
                     f"without pipeline parallelism"
                 )
+            elif r.last_stage_only_lost and self.behaviour == _last_stage_only():
+                # captured entering the next layer, which runs on the last stage
+                lines.append(
+                    f"OK: {self.convention} takes layer N as layer N + 1 starts, so these are "
+                    f"still captured on the last stage: {ids(r.last_stage_only_lost)}"
+                )
         return "\n".join(lines)
+
+
+def _last_stage_only() -> str:
+    from ..conventions import PipelineParallel
+
+    return PipelineParallel.LAST_STAGE_ONLY.value
 
 
 def stages_report(
@@ -163,12 +172,7 @@ def stages_report(
                 "give one or the other",
                 field="pp_rule",
             )
-        if isinstance(pp_partition, str):
-            partition = LayerPartition.parse(pp_partition, num_layers=num_layers, pp_size=pp_size)
-        else:
-            partition = LayerPartition.from_sizes(
-                pp_partition, num_layers=num_layers, pp_size=pp_size
-            )
+        partition = LayerPartition.parse(pp_partition, num_layers=num_layers, pp_size=pp_size)
         split_note = "explicit --pp-partition"
     else:
         if pp_size is None:
@@ -196,7 +200,12 @@ def stages_report(
 
         behaviour = conv.pipeline_parallel.value
         if conv.pipeline_parallel is PipelineParallel.LAST_STAGE_ONLY:
-            lost = risks.last_stage_only_lost
+            # where the engine really captures (entering layer N + 1 for SGLang), as in plan.py
+            last = partition.pp_size - 1
+            before = conv.captures_before_layer
+            lost = tuple(
+                n for n in layer_ids if partition.capturing_stage(n, before_layer=before) != last
+            )
     return StagesReport(
         partition=partition,
         split_note=split_note,

@@ -110,3 +110,41 @@ def test_report_agrees_with_risks() -> None:
     assert report.partition == LayerPartition((15, 15, 15, 16))
     assert report.risks == pipeline_risks([2, 30, 58], report.partition)
     assert report.exit_code == 0 and report.behaviour is None
+
+
+def test_sglang_capture_entering_the_next_layer_reaches_the_last_stage(capsys) -> None:
+    """SGLang takes canonical N entering layer N + 1: the last layer of a non-final stage is
+    captured on the next stage, so ``stages`` must agree with ``check --pp-size`` (plan.py)."""
+    from eagle3_contracts.parallel import LayerPartition
+    from eagle3_contracts.plan import resolve
+
+    code = main(
+        ["stages", "--num-layers", "8", "--pp-size", "2", "--ids", "4", "--convention", "sglang"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "MISMATCH" not in out
+    assert (
+        "OK: sglang takes layer N as layer N + 1 starts, so these are still captured on the last stage: layer 3"
+        in out
+    )
+    draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [4]}}
+    target = {"num_hidden_layers": 8, "hidden_size": 16}
+    plan = resolve(draft, target, "sglang", partition=LayerPartition((4, 4)))
+    assert plan.layer_ids == (3,)
+    # one layer earlier (canonical 2, loop index 3) is captured on stage 0 and lost
+    assert (
+        main(
+            [
+                "stages",
+                "--num-layers",
+                "8",
+                "--pp-size",
+                "2",
+                "--ids",
+                "3",
+                "--convention",
+                "sglang",
+            ]
+        )
+        == 1
+    )
