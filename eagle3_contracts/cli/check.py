@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._args import positive_int
 from ._output import emit
 
 COMMAND = "check"
@@ -21,8 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "draft", nargs="?", metavar="DRAFT", help="the drafter's config.json (as trained)"
     )
     parser.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
-    parser.add_argument("--num-layers", type=int, metavar="N", help="target depth (no --target)")
-    parser.add_argument("--hidden-size", type=int, metavar="H", help="target width (no --target)")
+    parser.add_argument(
+        "--num-layers", type=positive_int, metavar="N", help="target depth (no --target)"
+    )
+    parser.add_argument(
+        "--hidden-size", type=positive_int, metavar="H", help="target width (no --target)"
+    )
     parser.add_argument(
         "--trained-with",
         metavar="SYSTEM",
@@ -44,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a different draft config served in place of DRAFT (repeatable)",
     )
     parser.add_argument("--weights", metavar="W", help="drafter .safetensors file or directory")
-    parser.add_argument("--pp-size", type=int, metavar="S", help="serving pipeline stages")
+    parser.add_argument("--pp-size", type=positive_int, metavar="S", help="serving pipeline stages")
     parser.add_argument(
         "--pp-partition", metavar="a,b,c", help="explicit layers per pipeline stage"
     )

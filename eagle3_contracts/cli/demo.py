@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from . import UsageError
 
 COMMAND = "demo"
 HELP = (
@@ -23,6 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
+    if args.out is not None:
+        try:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"--out {args.out}: cannot create the directory: {exc.strerror}"
+            ) from None
     result = run_demo(out_dir=args.out)
     print(result.render_text())
     return result.exit_code

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import ContractError
 from ._output import emit
 
 COMMAND = "diagnose"
@@ -93,7 +94,10 @@ def run(args: argparse.Namespace) -> int:
     ids = _parse_ids(args.ids) if args.ids is not None else None
     contract = None
     if args.contract:
-        contract = CaptureContract.from_json(Path(args.contract).read_text())
+        try:
+            contract = CaptureContract.from_json(Path(args.contract).read_text())
+        except ContractError as exc:
+            raise ContractError(f"--contract {args.contract}: {exc}", field=exc.field) from None
     dumps = [read_dump(p) for p in args.dump]  # validate every dump before the model loads
     seed = DEFAULT_SEED if args.seed is None else args.seed
     notes = []

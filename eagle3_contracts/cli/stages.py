@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._args import positive_int
 from ._output import emit
 
 COMMAND = "stages"
@@ -20,7 +21,7 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--num-layers", type=int, metavar="N", help="target depth")
+    target.add_argument("--num-layers", type=positive_int, metavar="N", help="target depth")
     target.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
     parser.add_argument(
         "--ids",
@@ -28,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="2,30,58",
         help="the drafter's layer ids, comma-separated (a list starting with -1: --ids=-1,14,60)",
     )
-    parser.add_argument("--pp-size", type=int, metavar="S", help="pipeline stages")
+    parser.add_argument("--pp-size", type=positive_int, metavar="S", help="pipeline stages")
     parser.add_argument(
         "--pp-partition",
         metavar="a,b,c",

@@ -303,3 +303,17 @@ def test_readme_shows_the_current_kimi_matrix(capsys: pytest.CaptureFixture[str]
     table = "\n".join(lines[start : lines.index("", start)])
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert table in readme, "README.md's check matrix is stale: paste the current output"
+
+
+@pytest.mark.parametrize("option", ["--num-layers", "--hidden-size", "--pp-size"])
+def test_sizes_must_be_positive_and_the_option_is_named(
+    capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    argv = (
+        ["--example", "kimi-k2.5", option, "0"]
+        if option == "--pp-size"
+        else ["x.json", "--num-layers", "4", "--hidden-size", "8", option, "0"]
+    )
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert f"argument {option}: must be a positive integer, got 0" in err

@@ -228,3 +228,19 @@ def test_load_target_matches_in_process_model(world) -> None:
     assert rebuilt.random_init and rebuilt.seed == SEED
     for a, b in zip(loaded.model.parameters(), rebuilt.model.parameters(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_bad_contract_file_is_named(world, capsys, tmp_path: Path) -> None:
+    bad = _write(tmp_path / "contract.json", "{bad")
+    code, out, err = _run(
+        capsys, "diagnose", "--dump", world["good"], "--target", world["model"], "--contract", bad
+    )
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and f"--contract {bad}: contract is not valid JSON" in err
+
+
+def test_demo_out_that_cannot_be_created_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    blocker = _write(tmp_path / "file", "not a directory")
+    code, out, err = _run(capsys, "demo", "--out", blocker / "sub")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and f"--out {blocker / 'sub'}: cannot create the directory" in err
