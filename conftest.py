@@ -19,7 +19,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from hypothesis import settings
 
     name = os.environ.get("EAGLE3_HYPOTHESIS_PROFILE", "eagle3-ci")
-    try:  # eagle3-* profiles are registered by eagle3_contracts.pytest_plugin
+    try:  # eagle3-* profiles are registered by eagle3_contracts.testing.pytest_plugin
         settings.load_profile(name)
     except Exception as exc:  # hypothesis raises InvalidArgument for an unknown name
         raise pytest.UsageError(

@@ -36,8 +36,8 @@ if MMAP_ENV not in os.environ:  # re-exec once so glibc reads it at start-up
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from eagle3_contracts.capture import capture_hidden_states  # noqa: E402
-from eagle3_contracts.models import SyntheticConfig, build_synthetic  # noqa: E402
+from eagle3_contracts.capture.hooks import capture_hidden_states  # noqa: E402
+from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -3,7 +3,7 @@
 Two approaches identify the same 3 captured segments of a synthetic 61-layer target, side by
 side in one run, each in a fresh subprocess (so one's allocations cannot hide the other's):
 
-* ``streaming``: ``eagle3_contracts.identify.identify_segments`` (hooks; keeps the k captured
+* ``streaming``: ``eagle3_contracts.capture.identify.identify_segments`` (hooks; keeps the k captured
   segments and O(1) full-width states);
 * ``all_states``: the ``output_hidden_states`` approach: keep all L+1 residual-stream states,
   then compare every segment with every state.
@@ -53,7 +53,7 @@ def _status_kb(field: str) -> int:
 def _build(layers: int, hidden: int, dtype_name: str, groups: int, seed: int):
     import torch
 
-    from eagle3_contracts.models import SyntheticConfig, SyntheticTarget, build_synthetic
+    from eagle3_contracts.testing.synthetic import SyntheticConfig, SyntheticTarget, build_synthetic
 
     dtype = getattr(torch, dtype_name)
     if groups <= 0 or groups >= layers:
@@ -72,7 +72,7 @@ def _all_states(model, captured, input_ids, hidden: int, rtol: float) -> tuple[i
     """The output_hidden_states approach: hold all L+1 states, then compare."""
     import torch
 
-    from eagle3_contracts.capture import reference_states
+    from eagle3_contracts.capture.hooks import reference_states
 
     states = list(reference_states(model, input_ids, range(-1, len(model.layers))).values())
     with torch.no_grad():
@@ -93,8 +93,8 @@ def worker(args: argparse.Namespace) -> None:
 
     import torch
 
-    from eagle3_contracts.capture import capture_hidden_states
-    from eagle3_contracts.identify import identify_segments
+    from eagle3_contracts.capture.hooks import capture_hidden_states
+    from eagle3_contracts.capture.identify import identify_segments
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()

@@ -8,9 +8,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .contract import CaptureContract, Segment
-from .errors import ConfigError, ContractError, ContractViolation, DumpError
-from .layer_ids import EMBEDDING, from_boundary, from_hf_index, to_boundary, to_hf_index
+from eagle3_contracts.contract import CaptureContract, Segment
+from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation, DumpError
+from eagle3_contracts.layer_ids import (
+    EMBEDDING,
+    from_boundary,
+    from_hf_index,
+    to_boundary,
+    to_hf_index,
+)
 
 __version__ = "0.1.0"
 
@@ -19,12 +25,12 @@ _LAZY: dict[str, str] = {
     "conventions": "eagle3_contracts.conventions",
     "to_canonical": "eagle3_contracts.conventions",
     "from_canonical": "eagle3_contracts.conventions",
-    "resolve": "eagle3_contracts.plan",
-    "compare": "eagle3_contracts.plan",
-    "CapturePlan": "eagle3_contracts.plan",
-    "capture_hidden_states": "eagle3_contracts.capture",
-    "identify_segments": "eagle3_contracts.identify",
-    "verify_capture": "eagle3_contracts.verify",
+    "resolve": "eagle3_contracts.config.plan",
+    "compare": "eagle3_contracts.config.plan",
+    "CapturePlan": "eagle3_contracts.config.plan",
+    "capture_hidden_states": "eagle3_contracts.capture.hooks",
+    "identify_segments": "eagle3_contracts.capture.identify",
+    "verify_capture": "eagle3_contracts.capture.verify",
 }
 
 __all__ = [
@@ -65,9 +71,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import conventions
-    from .capture import capture_hidden_states
-    from .conventions import from_canonical, to_canonical
-    from .identify import identify_segments
-    from .plan import CapturePlan, compare, resolve
-    from .verify import verify_capture
+    from eagle3_contracts import conventions
+    from eagle3_contracts.capture.hooks import capture_hidden_states
+    from eagle3_contracts.capture.identify import identify_segments
+    from eagle3_contracts.capture.verify import verify_capture
+    from eagle3_contracts.config.plan import CapturePlan, compare, resolve
+    from eagle3_contracts.conventions import from_canonical, to_canonical

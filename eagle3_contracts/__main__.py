@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from eagle3_contracts.cli import main
 
 sys.exit(main())

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from .errors import ContractError
-from .layer_ids import check_layer_id, check_num_layers, describe
+from eagle3_contracts.errors import ContractError
+from eagle3_contracts.layer_ids import check_layer_id, check_num_layers, describe
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -162,8 +162,8 @@ class CaptureContract:
     # -- hypothesis and examples --------------------------------------------------------
     @classmethod
     def strategy(cls, **kwargs: Any) -> SearchStrategy[CaptureContract]:
-        """Hypothesis strategy of contracts; see ``eagle3_contracts.strategies.contracts``."""
-        from .strategies import contracts
+        """Hypothesis strategy of contracts; see ``eagle3_contracts.testing.strategies.contracts``."""
+        from eagle3_contracts.testing.strategies import contracts
 
         return contracts(**kwargs)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import ContractError
+from eagle3_contracts.errors import ContractError
 
 EMBEDDING = -1
 """Canonical id of the residual stream entering layer 0."""

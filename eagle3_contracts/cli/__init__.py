@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ..errors import Eagle3ContractsError
+from eagle3_contracts.errors import Eagle3ContractsError
 
 PROG = "eagle3-contracts"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import positive_int
-from ._output import emit
+from eagle3_contracts.cli._args import positive_int
+from eagle3_contracts.cli._output import emit
 
 COMMAND = "check"
 HELP = "show which target layers each trainer/engine feeds a drafter, and what fixes a mismatch"
@@ -59,9 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import conventions, examples
-    from ..report import check_drafter
-    from . import UsageError
+    from eagle3_contracts import conventions
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.config import examples
+    from eagle3_contracts.config.check import check_drafter
 
     if args.list:
         for name in conventions.names():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import UsageError
+from eagle3_contracts.cli import UsageError
 
 COMMAND = "demo"
 HELP = (
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..demo import run_demo
+    from eagle3_contracts.dumps.demo import run_demo
 
     if args.out is not None:
         try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import ContractError
-from ._output import emit
+from eagle3_contracts.cli._output import emit
+from eagle3_contracts.errors import ContractError
 
 COMMAND = "diagnose"
 HELP = (
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="D",
-        help="a .safetensors dump (eagle3_contracts.dump.write_dump); give two for training "
+        help="a .safetensors dump (eagle3_contracts.dumps.format.write_dump); give two for training "
         "then serving",
     )
     parser.add_argument(
@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse_ids(text: str) -> tuple[int, ...]:
-    from . import UsageError
+    from eagle3_contracts.cli import UsageError
 
     try:
         ids = tuple(int(part) for part in text.replace(" ", "").split(",") if part != "")
@@ -77,11 +77,11 @@ def _parse_ids(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..contract import CaptureContract
-    from ..diagnose import diagnose
-    from ..dump import read_dump
-    from ..targets import load_target
-    from . import UsageError
+    from eagle3_contracts.capture.targets import load_target
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.contract import CaptureContract
+    from eagle3_contracts.dumps.diagnose import diagnose
+    from eagle3_contracts.dumps.format import read_dump
 
     if len(args.dump) > 2:
         raise UsageError(f"give one --dump, or two (training, serving); got {len(args.dump)}")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import positive_int
-from ._output import emit
+from eagle3_contracts.cli._args import positive_int
+from eagle3_contracts.cli._output import emit
 
 COMMAND = "stages"
 HELP = (
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse_ids(text: str) -> list[int]:
-    from ..errors import ContractError
+    from eagle3_contracts.errors import ContractError
 
     out = []
     for i, part in enumerate(text.split(",")):
@@ -66,13 +66,13 @@ def _parse_ids(text: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..parallel.report import stages_report
-    from . import UsageError
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.parallel.report import stages_report
 
     if args.num_layers is None and args.target is None:
         raise UsageError("give the target depth: --num-layers N or --target CONFIG")
     if args.target is not None:
-        from ..configs import read_target_config
+        from eagle3_contracts.config.readers import read_target_config
 
         num_layers = read_target_config(args.target).num_layers
     else:

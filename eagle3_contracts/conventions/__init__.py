@@ -11,9 +11,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 
-from ..errors import ContractError
-from . import eagle_reference, hf, modelopt, sglang, specforge, speculators, trtllm, vllm
-from ._entry import (
+from eagle3_contracts.conventions import (
+    eagle_reference,
+    hf,
+    modelopt,
+    sglang,
+    specforge,
+    speculators,
+    trtllm,
+    vllm,
+)
+from eagle3_contracts.conventions._entry import (
     Convention,
     Dedup,
     DefaultRule,
@@ -23,6 +31,7 @@ from ._entry import (
     PostNorm,
     Validation,
 )
+from eagle3_contracts.errors import ContractError
 
 _FAMILIES = (hf, specforge, eagle_reference, sglang, vllm, trtllm, speculators, modelopt)
 REGISTRY: dict[str, Convention] = {c.name: c for m in _FAMILIES for c in m.ENTRIES}

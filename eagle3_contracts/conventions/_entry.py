@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..contract import ORDERS, Order
-from ..errors import ContractError
-from ..layer_ids import check_num_layers
+from eagle3_contracts.contract import ORDERS, Order
+from eagle3_contracts.errors import ContractError
+from eagle3_contracts.layer_ids import check_num_layers
 
 
 class Meaning(str, Enum):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._entry import Convention, DefaultRule, Meaning, OffsetRule
+from eagle3_contracts.conventions._entry import Convention, DefaultRule, Meaning, OffsetRule
 
 EAGLE_REFERENCE = Convention(
     name="eagle-reference",

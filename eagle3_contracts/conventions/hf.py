@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._entry import Convention, Dedup, Meaning, OffsetRule, PostNorm
+from eagle3_contracts.conventions._entry import Convention, Dedup, Meaning, OffsetRule, PostNorm
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
 TOP_LEVEL = "eagle_aux_hidden_state_layer_ids"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._entry import Convention, Dedup, DefaultRule, Meaning, OffsetRule
-from .hf import NESTED
+from eagle3_contracts.conventions._entry import Convention, Dedup, DefaultRule, Meaning, OffsetRule
+from eagle3_contracts.conventions.hf import NESTED
 
 MODELOPT = Convention(
     name="modelopt",

@@ -1,7 +1,7 @@
 """Release-pinned conventions: ``"sglang==0.5.23"`` read from that release's probed code.
 
 Each supported (framework, release) has a table produced by ``python -m eagle3_contracts.probe
-refresh`` from the released wheel and shipped as package data (``registry_data/*.json``, byte-equal
+refresh`` from the released wheel and shipped as package data (``conventions/data/*.json``, byte-equal
 to ``goldens/registry/*.json``). ``release_convention`` picks the target's model file from its
 ``architectures`` (the class names the engine registers) or ``model_type``, and turns that file's
 probed rule into a ``Convention``. The unversioned registry names are aliases of named releases
@@ -17,8 +17,15 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..errors import ContractError
-from ._entry import Convention, Dedup, DefaultRule, Meaning, OffsetRule, PipelineParallel
+from eagle3_contracts.conventions._entry import (
+    Convention,
+    Dedup,
+    DefaultRule,
+    Meaning,
+    OffsetRule,
+    PipelineParallel,
+)
+from eagle3_contracts.errors import ContractError
 
 FRAMEWORKS: dict[str, str] = {"sglang": "SGLang", "vllm": "vLLM"}
 
@@ -94,7 +101,7 @@ _DEFAULTS: dict[str, DefaultRule] = {"2,L//2,L-3": DefaultRule.BOUNDARIES_2_MID_
 
 
 def _data_dir() -> Any:
-    return resources.files("eagle3_contracts").joinpath("registry_data")
+    return resources.files("eagle3_contracts.conventions").joinpath("data")
 
 
 def known_releases() -> dict[str, tuple[str, ...]]:

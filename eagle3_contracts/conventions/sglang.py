@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._entry import Convention, DefaultRule, Meaning, OffsetRule, PipelineParallel
-from .hf import NESTED
+from eagle3_contracts.conventions._entry import (
+    Convention,
+    DefaultRule,
+    Meaning,
+    OffsetRule,
+    PipelineParallel,
+)
+from eagle3_contracts.conventions.hf import NESTED
 
 _SOURCES = (
     "sgl-project/sglang python/sglang/srt/models/llama.py, deepseek_v2.py "

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from ._entry import Convention, Dedup, DefaultRule, Meaning, OffsetRule, Validation
-from .hf import NESTED
+from eagle3_contracts.conventions._entry import (
+    Convention,
+    Dedup,
+    DefaultRule,
+    Meaning,
+    OffsetRule,
+    Validation,
+)
+from eagle3_contracts.conventions.hf import NESTED
 
 SPECFORGE = Convention(
     name="specforge",

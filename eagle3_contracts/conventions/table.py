@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._entry import Convention, PipelineParallel
+from eagle3_contracts.conventions._entry import Convention, PipelineParallel
 
 HEADER = (
     "| name | system | native id means | rule for explicit ids | ids read from | "
@@ -41,7 +41,7 @@ def _row(c: Convention, n: int) -> str:
 
 def markdown_table(num_layers: int = 61) -> str:
     """One row per registry entry, defaults evaluated for ``num_layers``."""
-    from . import get, names
+    from eagle3_contracts.conventions import get, names
 
     rows = "\n".join(_row(get(name), num_layers) for name in names())
     return HEADER.format(n=num_layers) + rows + "\n"

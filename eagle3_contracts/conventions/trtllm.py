@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._entry import (
+from eagle3_contracts.conventions._entry import (
     Convention,
     Dedup,
     DefaultRule,
@@ -11,7 +11,7 @@ from ._entry import (
     PipelineParallel,
     PostNorm,
 )
-from .hf import NESTED, TOP_LEVEL
+from eagle3_contracts.conventions.hf import NESTED, TOP_LEVEL
 
 TRTLLM = Convention(
     name="trtllm",

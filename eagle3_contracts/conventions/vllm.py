@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._entry import Convention, Dedup, DefaultRule, Meaning, OffsetRule, PipelineParallel
-from .hf import NESTED, TOP_LEVEL
+from eagle3_contracts.conventions._entry import (
+    Convention,
+    Dedup,
+    DefaultRule,
+    Meaning,
+    OffsetRule,
+    PipelineParallel,
+)
+from eagle3_contracts.conventions.hf import NESTED, TOP_LEVEL
 
 _SOURCES = (
     "vllm-project/vllm vllm/v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .partition import (
+from eagle3_contracts.parallel.partition import (
     EXPLICIT,
     SPLIT_RULES,
     LayerPartition,
@@ -94,9 +94,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .faults import PIPELINE_FAULTS, PipelineFault
-    from .launch import PoolError, ProcessGroupPool, RankContext
-    from .pipeline import (
+    from eagle3_contracts.parallel.faults import PIPELINE_FAULTS, PipelineFault
+    from eagle3_contracts.parallel.launch import PoolError, ProcessGroupPool, RankContext
+    from eagle3_contracts.parallel.pipeline import (
         REFERENCE,
         Aux,
         PipelineReport,
@@ -108,7 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover
         run_pipeline,
         verify_pipeline_capture,
     )
-    from .tensor import (
+    from eagle3_contracts.parallel.tensor import (
         AFTER_ALL_REDUCE,
         BEFORE_ALL_REDUCE,
         TensorParallelRun,

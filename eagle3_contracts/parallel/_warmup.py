@@ -6,6 +6,6 @@ initialisation path); building a one-layer target here makes every forked rank i
 
 from __future__ import annotations
 
-from ..models import SyntheticConfig, build_synthetic
+from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic
 
 build_synthetic(SyntheticConfig(num_layers=1, hidden_size=4))

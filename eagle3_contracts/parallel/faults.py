@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..contract import CaptureContract
-from ..layer_ids import EMBEDDING
-from .partition import LayerPartition, pipeline_risks
-from .pipeline import (
+from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.layer_ids import EMBEDDING
+from eagle3_contracts.parallel.partition import LayerPartition, pipeline_risks
+from eagle3_contracts.parallel.pipeline import (
     Aux,
     PipelineSystem,
     StageContext,

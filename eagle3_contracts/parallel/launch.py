@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ContractError
+from eagle3_contracts.errors import ContractError
 
 PRELOAD = (
     "torch",

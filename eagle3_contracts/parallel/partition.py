@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import ContractError
-from ..layer_ids import EMBEDDING, check_layer_id, check_num_layers
+from eagle3_contracts.errors import ContractError
+from eagle3_contracts.layer_ids import EMBEDDING, check_layer_id, check_num_layers
 
 
 # -- the engines' default split rules ----------------------------------------------------------

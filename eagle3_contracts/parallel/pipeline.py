@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, Union
 import torch
 from torch import Tensor
 
-from ..contract import CaptureContract
-from ..errors import ContractError, ContractViolation
-from ..layer_ids import EMBEDDING, describe
-from ..models import SyntheticConfig, build_synthetic
-from .launch import ProcessGroupPool, RankContext, _resolve
-from .partition import LayerPartition
+from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.errors import ContractError, ContractViolation
+from eagle3_contracts.layer_ids import EMBEDDING, describe
+from eagle3_contracts.parallel.launch import ProcessGroupPool, RankContext, _resolve
+from eagle3_contracts.parallel.partition import LayerPartition
+from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic
 
 if TYPE_CHECKING:
     from torch import nn
@@ -265,7 +265,7 @@ def pipeline_job(
     attention_mask: Tensor | None,
 ) -> dict[str, Any] | None:
     """One pipeline run: rank ``s`` is stage ``s`` (ranks beyond the last stage sit out)."""
-    from ..capture import capture_hidden_states, reference_states
+    from eagle3_contracts.capture.hooks import capture_hidden_states, reference_states
 
     partition = LayerPartition(tuple(sizes))
     stage = ctx.rank

@@ -13,10 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._text import text_table
-from ..errors import ContractError
-from ..layer_ids import EMBEDDING, check_num_layers, describe
-from .partition import SPLIT_RULES, LayerPartition, PipelineRisks, pipeline_risks
+from eagle3_contracts._text import text_table
+from eagle3_contracts.errors import ContractError
+from eagle3_contracts.layer_ids import EMBEDDING, check_num_layers, describe
+from eagle3_contracts.parallel.partition import (
+    SPLIT_RULES,
+    LayerPartition,
+    PipelineRisks,
+    pipeline_risks,
+)
 
 CANONICAL = "canonical"
 
@@ -139,7 +144,7 @@ class StagesReport:
 
 
 def _last_stage_only() -> str:
-    from ..conventions import PipelineParallel
+    from eagle3_contracts.conventions import PipelineParallel
 
     return PipelineParallel.LAST_STAGE_ONLY.value
 
@@ -157,7 +162,7 @@ def stages_report(
     num_layers = check_num_layers(num_layers)
     conv = None
     if convention is not None and convention != CANONICAL:
-        from .. import conventions
+        from eagle3_contracts import conventions
 
         conv = conventions.get(convention)
         layer_ids = tuple(conventions.to_canonical(list(ids), conv, num_layers))
@@ -196,7 +201,7 @@ def stages_report(
     risks = pipeline_risks(layer_ids, partition)
     behaviour, lost = None, ()
     if conv is not None:
-        from ..conventions import PipelineParallel
+        from eagle3_contracts.conventions import PipelineParallel
 
         behaviour = conv.pipeline_parallel.value
         if conv.pipeline_parallel is PipelineParallel.LAST_STAGE_ONLY:

@@ -13,9 +13,9 @@ from typing import TypeVar
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from ..contract import ORDERS, CaptureContract
-from ..layer_ids import EMBEDDING
-from .partition import LayerPartition
+from eagle3_contracts.contract import ORDERS, CaptureContract
+from eagle3_contracts.layer_ids import EMBEDDING
+from eagle3_contracts.parallel.partition import LayerPartition
 
 T = TypeVar("T")
 

@@ -29,12 +29,17 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from ..contract import CaptureContract
-from ..errors import ContractError, ContractViolation
-from ..layer_ids import EMBEDDING, describe
-from ..models import SyntheticConfig, SyntheticTarget, _attention_bias, build_synthetic
-from .launch import ProcessGroupPool, RankContext
-from .pipeline import check_model_fits, default_input_ids
+from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.errors import ContractError, ContractViolation
+from eagle3_contracts.layer_ids import EMBEDDING, describe
+from eagle3_contracts.parallel.launch import ProcessGroupPool, RankContext
+from eagle3_contracts.parallel.pipeline import check_model_fits, default_input_ids
+from eagle3_contracts.testing.synthetic import (
+    SyntheticConfig,
+    SyntheticTarget,
+    _attention_bias,
+    build_synthetic,
+)
 
 # fp32 tolerance for sharded vs unsharded (torch.testing's fp32 defaults)
 RTOL = 1.3e-6
@@ -251,7 +256,7 @@ def run_tensor_parallel(
     pool: ProcessGroupPool | None = None,
 ) -> TensorParallelRun:
     """Run the sharded target on ``tp_size`` gloo processes; compare with the unsharded one."""
-    from ..capture import capture_hidden_states
+    from eagle3_contracts.capture.hooks import capture_hidden_states
 
     if not isinstance(model, SyntheticConfig):
         raise ContractError(

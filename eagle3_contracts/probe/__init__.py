@@ -13,10 +13,10 @@ work offline.
 
 from __future__ import annotations
 
-from .frameworks import FRAMEWORKS, KNOWN_RELEASES, FrameworkSpec
-from .render import behaviour, canonical_fed, diff, readme_table
-from .tables import build_table, dumps
-from .whitelist import check_pure, compile_pure
+from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES, FrameworkSpec
+from eagle3_contracts.probe.render import behaviour, canonical_fed, diff, readme_table
+from eagle3_contracts.probe.tables import build_table, dumps
+from eagle3_contracts.probe.whitelist import check_pure, compile_pure
 
 __all__ = [
     "FRAMEWORKS",

@@ -18,11 +18,11 @@ import json
 import sys
 from pathlib import Path
 
-from . import fetch, render
-from .frameworks import FRAMEWORKS, KNOWN_RELEASES
-from .tables import build_table, dumps
+from eagle3_contracts.probe import fetch, render
+from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES
+from eagle3_contracts.probe.tables import build_table, dumps
 
-PACKAGE_DATA = Path(__file__).resolve().parent.parent / "registry_data"
+PACKAGE_DATA = Path(__file__).resolve().parent.parent / "conventions" / "data"
 GOLDENS = Path("goldens") / "registry"
 
 

@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .frameworks import FrameworkSpec, wanted
+from eagle3_contracts.probe.frameworks import FrameworkSpec, wanted
 
 DEFAULT_CACHE = Path(".cache") / "registry-src"
 """Git-ignored cache of extracted sources (the repository's ``/.cache/`` entry)."""

@@ -13,9 +13,15 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .selection import iter_functions
-from .stubs import Stub, World, namespace
-from .whitelist import SAFE_BUILTINS, SAFE_EXCEPTIONS, check_pure, compile_pure, compile_snippet
+from eagle3_contracts.probe.selection import iter_functions
+from eagle3_contracts.probe.stubs import Stub, World, namespace
+from eagle3_contracts.probe.whitelist import (
+    SAFE_BUILTINS,
+    SAFE_EXCEPTIONS,
+    check_pure,
+    compile_pure,
+    compile_snippet,
+)
 
 KEY = "eagle_aux_hidden_state_layer_ids"
 TOP = [1, 15, 28]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .selection import FoundFunction, iter_functions
+from eagle3_contracts.probe.selection import FoundFunction, iter_functions
 
 CAPTURE_SETS: tuple[str, ...] = ("layers_to_capture", "aux_hidden_state_layers")
 CAPTURE_FLAG = "_is_layer_to_capture"

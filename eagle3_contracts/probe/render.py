@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .selection import DEFAULT_RULES
+from eagle3_contracts.probe.selection import DEFAULT_RULES
 
 FEATURED: tuple[str, ...] = (
     "llama.py", "qwen3.py", "qwen3_moe.py", "deepseek_v2.py", "kimi_k25.py", "glm4_moe_lite.py",

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .stubs import make_self
-from .whitelist import check_pure, compile_pure
+from eagle3_contracts.probe.stubs import make_self
+from eagle3_contracts.probe.whitelist import check_pure, compile_pure
 
 GRID_LAYERS: tuple[int, ...] = (24, 32, 36, 61)
 """Target depths every selection is evaluated at (gpt-oss-20b, Llama-8B, gpt-oss-120b, DSV3)."""

@@ -14,11 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import readings
-from .frameworks import FrameworkSpec
-from .idsource import find_readers, probe_reader
-from .placement import capture_helpers, read_placement
-from .selection import GRID_LAYERS, find_functions, grid_ids, probe_function
+from eagle3_contracts.probe import readings
+from eagle3_contracts.probe.frameworks import FrameworkSpec
+from eagle3_contracts.probe.idsource import find_readers, probe_reader
+from eagle3_contracts.probe.placement import capture_helpers, read_placement
+from eagle3_contracts.probe.selection import GRID_LAYERS, find_functions, grid_ids, probe_function
 
 PROBE_FORMAT = 1
 """Bumped when the table layout changes (a refresh then rewrites every golden)."""

@@ -189,7 +189,7 @@ def _safe_hasattr(obj: Any, name: object) -> bool:
 
 
 def _safe_setattr(obj: Any, name: object, value: Any) -> None:
-    from .stubs import Stub  # only stubs may be written to
+    from eagle3_contracts.probe.stubs import Stub  # only stubs may be written to
 
     if not isinstance(obj, Stub):
         raise TypeError("setattr outside a stub refused by the probe sandbox")

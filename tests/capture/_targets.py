@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import torch
 
-from eagle3_contracts.hf_models import HF_ARCHITECTURES, build_tiny_hf, tiny_hf_config
-from eagle3_contracts.models import SyntheticConfig, build_synthetic
+from eagle3_contracts.testing.hf_models import HF_ARCHITECTURES, build_tiny_hf, tiny_hf_config
+from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic
 
 SYNTHETIC_VARIANTS: dict[str, dict] = {
     "residual": {},

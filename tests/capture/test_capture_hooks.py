@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from eagle3_contracts import CaptureContract, capture_hidden_states, to_hf_index
-from eagle3_contracts.capture import (
+from eagle3_contracts.capture.hooks import (
     capture_states,
     decoder_layers,
     final_norm,
@@ -17,9 +17,9 @@ from eagle3_contracts.capture import (
     run_forward,
 )
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.hf_models import HF_ARCHITECTURES, entry_transform
-from eagle3_contracts.models import build_synthetic
-from eagle3_contracts.strategies import contracts, synthetic_configs, token_batches
+from eagle3_contracts.testing.hf_models import HF_ARCHITECTURES, entry_transform
+from eagle3_contracts.testing.strategies import contracts, synthetic_configs, token_batches
+from eagle3_contracts.testing.synthetic import build_synthetic
 
 from ._targets import (
     all_targets,

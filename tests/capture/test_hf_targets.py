@@ -7,7 +7,7 @@ import torch
 
 from eagle3_contracts import capture_hidden_states
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.hf_models import (
+from eagle3_contracts.testing.hf_models import (
     HF_ARCHITECTURES,
     build_tiny_hf,
     decoder_layers,

@@ -8,9 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eagle3_contracts import identify_segments
-from eagle3_contracts.capture import capture_states, decoder_layers, final_norm
-from eagle3_contracts.errors import ContractError
-from eagle3_contracts.identify import (
+from eagle3_contracts.capture.hooks import capture_states, decoder_layers, final_norm
+from eagle3_contracts.capture.identify import (
     DEFAULT_RTOL,
     DELTA,
     FINAL_NORM,
@@ -18,8 +17,9 @@ from eagle3_contracts.identify import (
     SHIFTED_LEFT,
     SHIFTED_RIGHT,
 )
-from eagle3_contracts.models import SyntheticConfig, build_synthetic
-from eagle3_contracts.strategies import layer_ids, synthetic_configs, token_batches
+from eagle3_contracts.errors import ContractError
+from eagle3_contracts.testing.strategies import layer_ids, synthetic_configs, token_batches
+from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic
 
 from ._targets import (
     all_targets,
@@ -184,7 +184,7 @@ def test_identification_is_one_streaming_forward_without_output_hidden_states():
 
 
 def test_margin_rule_accepts_clear_half_precision_matches_only() -> None:
-    from eagle3_contracts.identify import _matches
+    from eagle3_contracts.capture.identify import _matches
 
     # bf16 (rtol 3e-2): an exact match whose neighbour is only 4% away (deep layers of a
     # 61-layer model) is a match, not "ambiguous"

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from eagle3_contracts import conventions
-from eagle3_contracts.capture import reference_states
+from eagle3_contracts.capture.hooks import reference_states
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.models import SyntheticConfig, SyntheticTarget, build_synthetic
+from eagle3_contracts.testing.synthetic import SyntheticConfig, SyntheticTarget, build_synthetic
 
 NUM_LAYERS = 4
 Loop = Callable[[SyntheticTarget, torch.Tensor, tuple[int, ...]], list[torch.Tensor]]
@@ -170,9 +170,18 @@ def models():
         for style in ("residual", "fused")
     }
     ids = torch.arange(7)[None] % 64
-    refs = {
-        style: reference_states(m, ids, tuple(range(-1, NUM_LAYERS))) for style, m in built.items()
-    }
+    # The tests compare states bit for bit, and a module fixture runs before the autouse
+    # one-thread fixture: compute the references on one thread too, or the kernel's reduction
+    # order (and so the last bits) can differ from the loops the tests run.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        refs = {
+            style: reference_states(m, ids, tuple(range(-1, NUM_LAYERS)))
+            for style, m in built.items()
+        }
+    finally:
+        torch.set_num_threads(before)
     return built, refs, ids
 
 

@@ -14,14 +14,14 @@ import pytest
 import torch
 
 from eagle3_contracts import CaptureContract, ContractViolation, verify_capture
-from eagle3_contracts.capture import (
+from eagle3_contracts.capture.hooks import (
     capture_hidden_states,
     capture_states,
     decoder_layers,
     final_norm,
 )
+from eagle3_contracts.capture.verify import VerifyReport
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.verify import VerifyReport
 
 from ._targets import all_targets, target, tokens, vocab_of
 

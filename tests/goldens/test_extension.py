@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from eagle3_contracts.snapshot import (
+from eagle3_contracts.testing.goldens import (
     DTYPE_RTOL,
     GOLDEN_KEY,
     GoldenExtension,
@@ -253,7 +253,7 @@ def test_golden_fixtures_use_the_extension_under_deterministic_torch(
 
 def test_deterministic_restores_what_it_changed() -> None:
     torch = pytest.importorskip("torch")
-    from eagle3_contracts.snapshot_plugin import deterministic
+    from eagle3_contracts.testing.goldens_plugin import deterministic
 
     before = torch.are_deterministic_algorithms_enabled()
     torch.manual_seed(7)

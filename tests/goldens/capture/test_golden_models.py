@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 import torch
 
-from eagle3_contracts.capture import capture_hidden_states
-from eagle3_contracts.golden_cases import (
+from eagle3_contracts.capture.hooks import capture_hidden_states
+from eagle3_contracts.testing.golden_cases import (
     MODEL_CASES,
     ModelCase,
     assert_capture_golden,
     capture_record,
     model_case,
 )
-from eagle3_contracts.snapshot import GoldenExtension, compare_records, golden_dir, to_record
+from eagle3_contracts.testing.goldens import GoldenExtension, compare_records, golden_dir, to_record
 
 GOLDENS = golden_dir(Path(__file__))
 CASES = [pytest.param(case, id=case.name) for case in MODEL_CASES]

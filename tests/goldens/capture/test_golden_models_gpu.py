@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from eagle3_contracts.golden_cases import (
+from eagle3_contracts.testing.golden_cases import (
     MODEL_CASES,
     ModelCase,
     assert_capture_golden,
@@ -25,7 +25,7 @@ from eagle3_contracts.golden_cases import (
     model_case,
     real_model_record,
 )
-from eagle3_contracts.snapshot import DTYPE_RTOL, GoldenExtension
+from eagle3_contracts.testing.goldens import DTYPE_RTOL, GoldenExtension
 
 LOW_PRECISION = [pytest.param(d, id=dtype_name(d)) for d in (torch.bfloat16, torch.float16)]
 CASES = [pytest.param(case, id=case.name) for case in MODEL_CASES]
@@ -89,7 +89,7 @@ def test_low_precision_records_on_cpu_take_the_gpu_path(name: str, dtype: torch.
 
 def test_real_model_record_on_cpu(tmp_path: Path) -> None:
     """The real-checkpoint path (safetensors dir + draft config) on a tiny saved model."""
-    from eagle3_contracts.hf_models import build_tiny_hf, tiny_hf_config
+    from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
 
     model_dir = tmp_path / "tiny-llama"
     build_tiny_hf(tiny_hf_config("llama", num_layers=6)).save_pretrained(model_dir)

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from eagle3_contracts import conventions, examples
-from eagle3_contracts.golden_cases import plan_record
-from eagle3_contracts.snapshot import golden_dir
+from eagle3_contracts import conventions
+from eagle3_contracts.config import examples
+from eagle3_contracts.testing.golden_cases import plan_record
+from eagle3_contracts.testing.goldens import golden_dir
 
 GOLDENS = golden_dir(Path(__file__))
 

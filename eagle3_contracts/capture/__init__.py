@@ -1,0 +1,12 @@
+"""Capture on real torch models: hook capture of the k aux states (``hooks``), which layer
+each captured segment really is (``identify``), proof that a capture function honours a
+contract (``verify``), loading targets (``targets``) and model introspection (``introspect``).
+"""
+
+from __future__ import annotations
+
+from eagle3_contracts.capture.hooks import capture_hidden_states
+from eagle3_contracts.capture.identify import identify_segments
+from eagle3_contracts.capture.verify import verify_capture
+
+__all__ = ["capture_hidden_states", "identify_segments", "verify_capture"]

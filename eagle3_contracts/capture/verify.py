@@ -1,0 +1,373 @@
+"""``verify_capture``: prove a capture implementation feeds the layers its contract promises.
+
+Any ``capture_fn(model, input_ids) -> Tensor[B, T, k*H]`` (ours, a trainer's, an engine's
+wrapped in a function) is run on a real model and checked for: width, token alignment,
+determinism, the identity of each segment in contract order (``identify_segments``) and batch
+invariance (a sequence alone equals the same sequence inside a padded batch). A failure raises
+``ContractViolation`` whose message names what is wrong and the likely cause.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from eagle3_contracts.capture.hooks import decoder_layers
+from eagle3_contracts.capture.identify import (
+    DELTA,
+    FINAL_NORM,
+    RAW_EMBED,
+    SHIFTED_LEFT,
+    SHIFTED_RIGHT,
+    SegmentIdentification,
+    SegmentMatch,
+    _choose_rtol,
+    _hidden_size,
+    _input_embeddings,
+    _rel,
+    _text_config,
+    identify_segments,
+)
+from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.errors import ContractError, ContractViolation
+from eagle3_contracts.layer_ids import EMBEDDING, describe, uniform_shift
+
+CaptureFn = Callable[..., Tensor]
+PAD = 3  # tokens of padding in the batch-invariance check
+
+# Near miss -> likely cause, in the user's terms.
+NEAR_MISS_CAUSES: dict[str, str] = {
+    FINAL_NORM: (
+        "the post-norm state was used as the last layer (e.g. HF hidden_states[-1]); capture "
+        "the last layer's output with a forward hook, before the final norm"
+    ),
+    DELTA: (
+        "the residual was dropped: the segment is the layer's delta; fused engines must "
+        "capture hidden + residual"
+    ),
+    SHIFTED_LEFT: "token alignment: the segment lags the input by one token (shifted right)",
+    SHIFTED_RIGHT: "token alignment: the segment leads the input by one token (shifted left)",
+    RAW_EMBED: (
+        "the embedding was taken from embed_tokens before position embeddings/scaling; "
+        "capture the input of layer 0 (a forward-pre-hook) instead"
+    ),
+}
+
+
+# Near miss -> how a segment holding it is described.
+NEAR_MISS_PHRASES: dict[str, str] = {
+    FINAL_NORM: "the final-norm output of {layer}",
+    DELTA: "the delta of {layer} without its residual",
+    SHIFTED_LEFT: "{layer} shifted one token right",
+    SHIFTED_RIGHT: "{layer} shifted one token left",
+    RAW_EMBED: "the raw embed_tokens lookup (no position embeddings/scaling)",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verification step."""
+
+    name: str  # "width", "token alignment", "determinism", "segment identity", "batch invariance"
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What ``verify_capture`` checked and found (returned only when everything holds)."""
+
+    contract: CaptureContract
+    identification: SegmentIdentification
+    checks: tuple[Check, ...]
+    notes: tuple[str, ...] = field(default=())  # defaults that applied, checks narrowed
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def render_text(self) -> str:
+        lines = [f"capture verified against {self.contract.describe()}"]
+        lines += [f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in self.checks]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+# -- helpers ---------------------------------------------------------------------------
+def _vocab_size(model: nn.Module) -> int:
+    value = getattr(_text_config(model), "vocab_size", None)
+    if isinstance(value, int) and value > 0:
+        return value
+    emb = _input_embeddings(model)
+    if isinstance(emb, nn.Embedding):
+        return emb.num_embeddings
+    raise ContractError(
+        f"cannot read the vocabulary size of {type(model).__name__}; pass input_ids=",
+        field="input_ids",
+    )
+
+
+def default_input_ids(model: nn.Module, batch: int = 2, tokens: int = 12) -> Tensor:
+    """Seeded random tokens (``batch x tokens``), independent of torch's global RNG."""
+    g = torch.Generator().manual_seed(1234)
+    vocab = _vocab_size(model)
+    device = next(iter(model.parameters())).device
+    return torch.randint(0, vocab, (batch, tokens), generator=g).to(device)
+
+
+def _accepts_mask(fn: CaptureFn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "attention_mask" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _run(fn: CaptureFn, model: nn.Module, ids: Tensor, mask: Tensor | None = None) -> Tensor:
+    out = fn(model, ids) if mask is None else fn(model, ids, attention_mask=mask)
+    if not isinstance(out, Tensor):
+        raise ContractViolation(
+            f"capture_fn returned {type(out).__name__}; it must return a tensor [B, T, k*H]",
+            findings=("capture_fn must return a tensor",),
+        )
+    return out
+
+
+def _what(match: SegmentMatch, num_layers: int) -> str:
+    if match.layer_id is not None:
+        text = describe(match.layer_id, num_layers)
+        return "the embedding (-1)" if match.layer_id == EMBEDDING else text
+    if match.near_miss is not None:
+        layer = describe(match.near_miss_layer, num_layers)
+        return NEAR_MISS_PHRASES.get(match.near_miss, "{layer}: " + match.near_miss).format(
+            layer=layer
+        )
+    return (
+        f"no layer (closest {describe(match.closest, num_layers)}, rel error {match.rel_error:.3g})"
+    )
+
+
+def diagnose(
+    found: tuple[SegmentMatch, ...], contract: CaptureContract, *, batch_dependent: bool = False
+) -> tuple[list[str], list[str]]:
+    """(per-segment findings, likely causes) for an identification against a contract.
+
+    ``batch_dependent``: states were found to depend on the batch, which explains unidentified
+    segments better than a generic "different layers" cause.
+    """
+    expected = contract.concat_ids
+    num_layers = contract.num_layers
+    ids = [m.layer_id for m in found]
+    findings = [
+        f"segment {m.position} is {_what(m, num_layers)}; the contract expects "
+        f"{describe(expected[m.position], num_layers) if m.position < len(expected) else 'nothing'}"
+        for m in found
+        if m.position >= len(expected) or m.layer_id != expected[m.position]
+    ]
+    causes: list[str] = []
+    known = [n for n in ids if n is not None]
+    if len(found) < len(expected):
+        missing = [describe(n, num_layers) for n in expected if n not in known]
+        causes.append(
+            f"a segment is missing: the capture holds {len(found)} of {len(expected)} states"
+            + (f" ({', '.join(missing)} absent)" if missing else "")
+            + "; likely the last layer is unreachable or the capture loop stops early"
+        )
+    elif len(found) > len(expected):
+        causes.append(f"the capture holds {len(found)} states, the contract {len(expected)}")
+    same_len = len(found) == len(expected)
+    if same_len and None not in ids and ids != list(expected):
+        shift = uniform_shift(expected, ids)  # type: ignore[arg-type]
+        if sorted(ids) == sorted(expected):
+            causes.append(
+                f"the right layers in the wrong order: {ids} instead of {list(expected)}; the "
+                f"contract concatenates {contract.order}"
+                + (
+                    " (as every engine does: sort the ids)"
+                    if contract.order == "ascending"
+                    else " (in config-list order)"
+                )
+            )
+        elif ids[0] == EMBEDDING != expected[0] and ids[1:] == list(expected[:-1]):
+            causes.append("segments are shifted one position: an embedding was inserted")
+        elif shift == -1:
+            causes.append(
+                "every segment is one layer early: ids were used as boundary (input-of-layer) "
+                "indices where layer outputs were meant; the +1 offset is missing"
+            )
+        elif shift == 1:
+            causes.append(
+                "every segment is one layer late: a +1 offset was applied to ids that were "
+                "already layer outputs"
+            )
+    by_miss: dict[str, list[str]] = {}
+    for m in found:
+        if m.near_miss in NEAR_MISS_CAUSES:
+            by_miss.setdefault(m.near_miss, []).append(str(m.position))
+    for miss, positions in by_miss.items():
+        noun = "segment" if len(positions) == 1 else "segments"
+        causes.append(f"{noun} {', '.join(positions)}: {NEAR_MISS_CAUSES[miss]}")
+    if findings and not causes and not batch_dependent:
+        causes.append("the capture reads different layers than the contract names")
+    return findings, causes
+
+
+def _violation(headline: str, findings: list[str], causes: list[str]) -> ContractViolation:
+    body = "; ".join([*findings, *causes])
+    return ContractViolation(
+        f"{headline}: {body}" if body else headline, findings=tuple(findings + causes)
+    )
+
+
+# -- the check -------------------------------------------------------------------------
+def verify_capture(
+    capture_fn: CaptureFn,
+    model: nn.Module,
+    contract: CaptureContract,
+    input_ids: Tensor | None = None,
+    *,
+    rtol: float | None = None,
+    layers_path: str | None = None,
+) -> VerifyReport:
+    """Run ``capture_fn(model, input_ids)`` and prove it matches ``contract``, or raise.
+
+    ``input_ids`` defaults to 2 x 12 seeded random tokens (reported in ``notes``). When
+    ``capture_fn`` accepts ``attention_mask=``, batch invariance uses a padded batch; otherwise
+    a batch of equal-length sequences (also reported).
+    """
+    if not isinstance(contract, CaptureContract):
+        raise ContractError(
+            f"contract must be a CaptureContract, got {type(contract).__name__}", field="contract"
+        )
+    notes: list[str] = []
+    num_layers = len(decoder_layers(model, layers_path))
+    hidden = _hidden_size(model)
+    if (num_layers, hidden) != (contract.num_layers, contract.hidden_size):
+        raise ContractError(
+            f"the contract is for a {contract.num_layers} x {contract.hidden_size} target; the "
+            f"model is {num_layers} x {hidden}",
+            field="contract",
+        )
+    if input_ids is None:
+        input_ids = default_input_ids(model)
+        notes.append(f"input_ids not given: used {tuple(input_ids.shape)} seeded random tokens")
+    if input_ids.dim() != 2 or input_ids.shape[0] < 2 or input_ids.shape[1] < PAD + 2:
+        raise ContractError(
+            f"input_ids must be [B >= 2, T >= {PAD + 2}] (batch invariance needs two "
+            f"sequences), got {tuple(input_ids.shape)}",
+            field="input_ids",
+        )
+    checks: list[Check] = []
+    alone_ids = input_ids[:1]
+    alone = _run(capture_fn, model, alone_ids)
+
+    # width and token alignment
+    b, t = alone_ids.shape
+    if alone.dim() != 3 or alone.shape[0] != b:
+        raise _violation(f"capture shape {tuple(alone.shape)} is not [B={b}, T={t}, k*H]", [], [])
+    if alone.shape[1] != t:
+        raise _violation(
+            "token alignment",
+            [f"the capture has {alone.shape[1]} tokens for {t} input tokens"],
+            ["every token's state must be kept (not only the last/sampled positions)"],
+        )
+    checks.append(Check("token alignment", True, f"{t} tokens in, {t} out"))
+    k, rem = divmod(alone.shape[-1], hidden)
+    if rem:
+        raise _violation(
+            "width",
+            [f"capture width {alone.shape[-1]} is not a multiple of hidden_size {hidden}"],
+            ["states were sized from another hidden size (e.g. the drafter's)"],
+        )
+    width_ok = alone.shape[-1] == contract.width
+    checks.append(
+        Check("width", width_ok, f"{alone.shape[-1]} = {k} x {hidden} (contract {contract.width})")
+    )
+
+    # determinism
+    again = _run(capture_fn, model, alone_ids)
+    tol, _ = _choose_rtol(rtol, alone, model)
+    drift = _rel(again, alone, None) if again.shape == alone.shape else float("inf")
+    checks.append(Check("determinism", drift <= tol, f"rel difference {drift:.3g} (rtol {tol:g})"))
+
+    # batch invariance
+    batch_findings = _batch_invariance(capture_fn, model, input_ids, alone, tol, notes)
+
+    # segment identity
+    ident = identify_segments(
+        alone, model, alone_ids, hidden_size=hidden, rtol=rtol, layers_path=layers_path
+    )
+    findings, causes = diagnose(ident.segments, contract, batch_dependent=bool(batch_findings))
+    identity_ok = width_ok and not findings
+    checks.append(
+        Check(
+            "segment identity",
+            identity_ok,
+            ", ".join(m.label for m in ident.segments) if identity_ok else "; ".join(findings),
+        )
+    )
+
+    checks.append(
+        Check(
+            "batch invariance",
+            not batch_findings,
+            "; ".join(batch_findings) or "each sequence alone equals it inside a padded batch",
+        )
+    )
+
+    failed = [c for c in checks if not c.ok]
+    if not failed:
+        return VerifyReport(contract, ident, tuple(checks), tuple(notes))
+    if batch_findings:
+        causes.insert(
+            0,
+            "states depend on the batch (padding or other sequences change them): check the "
+            "attention mask and per-sequence indexing",
+        )
+    if drift > tol:
+        causes.insert(0, f"the capture is not deterministic (rel difference {drift:.3g})")
+    raise _violation(
+        f"capture does not match {contract.describe()} ({', '.join(c.name for c in failed)})",
+        findings + batch_findings,
+        causes,
+    )
+
+
+def _batch_invariance(
+    capture_fn: CaptureFn,
+    model: nn.Module,
+    input_ids: Tensor,
+    alone0: Tensor,
+    tol: float,
+    notes: list[str],
+) -> list[str]:
+    """Findings (empty = invariant) comparing sequences alone with them inside a batch."""
+    b, t = input_ids.shape[0], input_ids.shape[1]
+    if _accepts_mask(capture_fn):
+        short = t - PAD
+        ids = input_ids.clone()
+        mask = torch.ones_like(input_ids)
+        ids[1, short:] = 0
+        mask[1, short:] = 0
+        batch = _run(capture_fn, model, ids, mask)
+        others = [(1, _run(capture_fn, model, input_ids[1:2, :short]), short)]
+        how = f"sequence 1 right-padded by {PAD} tokens in a batch of {b}"
+    else:
+        batch = _run(capture_fn, model, input_ids)
+        others = [(1, _run(capture_fn, model, input_ids[1:2]), t)]
+        notes.append("capture_fn takes no attention_mask: batch invariance checked without padding")
+        how = f"a batch of {b} equal-length sequences"
+    if batch.shape[:2] != input_ids.shape or batch.shape[-1] != alone0.shape[-1]:
+        return [f"the batched capture has shape {tuple(batch.shape)} ({how})"]
+    findings = []
+    for row, alone, n in [(0, alone0, t), *others]:
+        err = _rel(batch[row, :n], alone[0, :n], None)
+        if err > tol:
+            findings.append(
+                f"sequence {row} alone differs from it inside {how} (rel error {err:.3g})"
+            )
+    return findings

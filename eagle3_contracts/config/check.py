@@ -1,0 +1,387 @@
+"""``check_drafter``: the matrix behind ``eagle3-contracts check`` and the pytest plugin.
+
+For a drafter config and its target, resolve what the trainer fed it (or, when nobody says
+which trainer, each reading of its ids), what every serving system will feed it, compare them,
+and check the drafter's own coherence (fc width, vocab mapping, norm flags).
+``CheckReport.to_dict()`` is the stable JSON of ``check --json`` (``SCHEMA_VERSION``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eagle3_contracts import conventions
+from eagle3_contracts._text import text_table
+from eagle3_contracts.config.drafter import ERROR, DrafterCheck, check_drafter_coherence
+from eagle3_contracts.config.plan import CapturePlan, Finding, FindingKind, compare, resolve
+from eagle3_contracts.config.readers import (
+    DraftConfig,
+    TargetConfig,
+    read_draft_config,
+    read_target_config,
+)
+from eagle3_contracts.errors import ConfigError, ContractError
+from eagle3_contracts.layer_ids import check_num_layers
+
+SCHEMA_VERSION = 1
+"""Version of ``CheckReport.to_dict()``; bumped only on incompatible changes."""
+
+PathOrDict = str | os.PathLike[str] | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One cell of the matrix: one served config, read by one system, against one reading."""
+
+    config: str  # label of the served draft config
+    reading: str  # trained_with name, or "output"/"boundary" when ambiguous
+    system: str  # serving convention name
+    plan: CapturePlan
+    findings: tuple[Finding, ...]
+    stages: tuple[tuple[int, int], ...] | None = None  # (canonical id, owning stage) under PP
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def verdict(self) -> str:
+        if not self.findings:
+            return "ok"
+        parts = []
+        for f in self.findings:
+            label = (
+                f"shifted {f.shift:+d}"
+                if f.kind is FindingKind.SHIFTED
+                else f.kind.value.replace("-", " ")
+            )
+            if label not in parts:
+                parts.append(label)
+        return ", ".join(parts)
+
+    @property
+    def fix_native_ids(self) -> tuple[int, ...] | None:
+        return self.findings[0].fix_native_ids if self.findings else None
+
+    @property
+    def fix(self) -> str:
+        return self.findings[0].fix if self.findings else ""
+
+    def fix_label(self) -> str:
+        """The matrix's fix cell: ``setting = [ids]``, the reason none exist, or ``-``."""
+        if not self.findings:
+            return "-"
+        if self.fix_native_ids is None:
+            return "no native ids can fix it (see details)"
+        conv = self.plan.convention or conventions.get(self.system)
+        return f"{conv.setting} = [{_ids(self.fix_native_ids)}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "reading": self.reading,
+            "system": self.system,
+            "ok": self.ok,
+            "verdict": self.verdict,
+            "layer_ids": list(self.plan.layer_ids),
+            "findings": [f.to_dict() for f in self.findings],
+            "fix_native_ids": None if self.fix_native_ids is None else list(self.fix_native_ids),
+            "fix": self.fix,
+            "stages": None
+            if self.stages is None
+            else [{"layer_id": n, "stage": s} for n, s in self.stages],
+            "plan": self.plan.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Everything ``check`` found; ``.ok`` is the exit-0 condition."""
+
+    draft: DraftConfig
+    target: TargetConfig
+    trained_with: str | None
+    readings: tuple[tuple[str, CapturePlan], ...]  # (reading name, trained plan)
+    ambiguous: bool  # no trainer given and the readings disagree
+    rows: tuple[CheckRow, ...]
+    drafter: tuple[DrafterCheck, ...]
+    notes: tuple[str, ...] = ()
+    pipeline: Mapping[str, Any] | None = None
+    title: str | None = None  # e.g. "example kimi-k2.5": paths are then shown by file name
+
+    @property
+    def ok(self) -> bool:
+        return (
+            not self.ambiguous
+            and all(r.ok for r in self.rows)
+            and all(c.status != ERROR for c in self.drafter)
+        )
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    # -- output -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The documented, stable JSON form (see ``docs/readme/core.md``)."""
+        t = self.target
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "title": self.title,
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "draft": {
+                "source": self.draft.source,
+                "schema": self.draft.schema,
+                "nested_ids": _list(self.draft.nested_ids),
+                "top_level_ids": _list(self.draft.top_level_ids),
+            },
+            "target": {
+                "source": t.source,
+                "num_layers": t.num_layers,
+                "hidden_size": t.hidden_size,
+                "vocab_size": t.vocab_size,
+                "model_type": t.model_type,
+            },
+            "trained_with": self.trained_with,
+            "ambiguous": self.ambiguous,
+            "readings": [{"reading": name, "plan": p.to_dict()} for name, p in self.readings],
+            "rows": [r.to_dict() for r in self.rows],
+            "drafter": [c.to_dict() for c in self.drafter],
+            "pipeline": None if self.pipeline is None else dict(self.pipeline),
+            "notes": list(self.notes),
+        }
+
+    def render_text(self) -> str:
+        """The human matrix: system, canonical layers fed, verdict, fix."""
+        t = self.target
+        show = (lambda p: Path(p).name) if self.title else (lambda p: p)
+        lines = [f"{self.title}"] if self.title else []
+        lines += [
+            f"draft:  {show(self.draft.source)} ({self.draft.schema} schema)",
+            f"target: {show(t.source)}: {t.num_layers} layers x {t.hidden_size}"
+            + (f" ({t.model_type})" if t.model_type else ""),
+        ]
+        for name, plan in self.readings:
+            label = f"trained with {name}" if self.trained_with else f"reading '{name}'"
+            lines.append(
+                f"{label}: canonical [{_ids(plan.layer_ids)}] ({plan.order}, width {plan.width})"
+                + (f"; refused: {plan.refused}" if plan.refused else "")
+            )
+        if self.ambiguous:
+            lines.append(
+                "AMBIGUOUS: no --trained-with, and the ids mean different layers under each "
+                "reading; pass --trained-with SYSTEM"
+            )
+        lines.append("")
+        show_config = len({r.config for r in self.rows}) > 1
+        show_reading = len(self.readings) > 1
+        header = (["config"] if show_config else []) + (["reading"] if show_reading else [])
+        header += ["system", "layers fed (canonical)", "verdict", "fix"]
+        table = [tuple(header)]
+        for r in self.rows:
+            fed = _ids(r.plan.layer_ids) or "-"
+            if r.plan.non_canonical:
+                fed += "".join(f", {s}" for s in r.plan.non_canonical)
+            if r.plan.refused:
+                fed = "(refused)"
+            fix = r.fix_label()
+            cells = ([r.config] if show_config else []) + ([r.reading] if show_reading else [])
+            table.append((*cells, r.system, fed, r.verdict, fix))
+        lines += text_table(table)
+        detail = [r for r in self.rows if r.findings or r.plan.notes]
+        if detail:
+            lines.append("")
+            lines.append("details:")
+        for r in detail:
+            where = " / ".join(x for x in (r.config if show_config else "", r.system) if x)
+            if show_reading:
+                where = f"{r.reading}: {where}"
+            lines.append(f"  {where}")
+            for f in r.findings:
+                lines.append(f"    - {f.message}")
+            for note in r.plan.notes:
+                lines.append(f"    * {note}")
+            if r.stages:
+                owned = ", ".join(f"{n}@stage{s}" for n, s in r.stages)
+                lines.append(f"    * pipeline stages owning each id: {owned}")
+            if r.findings:
+                lines.append(f"    fix: {r.fix}")
+        if self.drafter:
+            lines.append("")
+            lines.append("drafter:")
+            for c in self.drafter:
+                lines.append(f"  {c.status:<8} {c.name}: {c.message}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        lines.append("")
+        verdict = "OK" if self.ok else "MISMATCH"
+        lines.append(f"result: {verdict} (exit {self.exit_code})")
+        return "\n".join(lines)
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(map(str, ids))
+
+
+def _list(ids: Sequence[int] | None) -> list[int] | None:
+    return None if ids is None else list(ids)
+
+
+def _label(source: str, taken: set[str]) -> str:
+    name = Path(source).name if source not in ("<dict>",) else source
+    if name in taken:
+        name = source
+    taken.add(name)
+    return name
+
+
+# -- the entry point ----------------------------------------------------------------------
+def check_drafter(
+    draft: PathOrDict | DraftConfig,
+    *,
+    target: PathOrDict | TargetConfig | None = None,
+    num_layers: int | None = None,
+    hidden_size: int | None = None,
+    trained_with: str | None = None,
+    serve_with: Sequence[str] = (),
+    weights: str | os.PathLike[str] | None = None,
+    served_configs: Sequence[PathOrDict | DraftConfig] = (),
+    pp_size: int | None = None,
+    pp_partition: str | Sequence[int] | None = None,
+    title: str | None = None,
+) -> CheckReport:
+    """Resolve, compare and check one drafter; see the module docstring.
+
+    ``served_configs``: other draft configs served in place of ``draft`` (the trained one);
+    each is checked against the training of ``draft``. ``pp_size``/``pp_partition``: the
+    serving pipeline split (``"15,15,16,15"``).
+    """
+    draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
+    target_cfg = _target(target, num_layers, hidden_size)
+    notes: list[str] = []
+    if isinstance(serve_with, str):
+        serve_with = (serve_with,)
+    systems = tuple(serve_with) or conventions.SERVING
+    if not serve_with:
+        notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
+    for name in systems:  # fail early, as one typed error, on an unknown name
+        conventions.get(
+            name, model_type=target_cfg.model_type, architectures=target_cfg.architectures
+        )
+
+    if trained_with is not None:
+        readings = ((trained_with, resolve(draft_cfg, target_cfg, trained_with)),)
+        ambiguous = False
+    else:
+        both = tuple((name, resolve(draft_cfg, target_cfg, name)) for name in conventions.READINGS)
+        ambiguous = len({p.layer_ids for _, p in both}) > 1
+        if ambiguous:
+            readings = both
+            notes.append(
+                "the ids' meaning is ambiguous without --trained-with: under 'output' (SpecForge, "
+                "ModelOpt, TensorRT-LLM) and 'boundary' (vLLM, speculators, original EAGLE) they "
+                "name different layers"
+            )
+        else:
+            readings = (("output = boundary", both[0][1]),)
+            notes.append(
+                "no --trained-with: both readings of the config give the same layers "
+                f"[{_ids(both[0][1].layer_ids)}]"
+            )
+
+    served = [draft_cfg] + [
+        c if isinstance(c, DraftConfig) else read_draft_config(c) for c in served_configs
+    ]
+    taken: set[str] = set()
+    labels = [_label(c.source, taken) for c in served]
+    partitions = _partitions(systems, target_cfg, pp_size, pp_partition)
+
+    rows = []
+    for reading, trained in readings:
+        for label, cfg in zip(labels, served, strict=True):
+            for name in systems:
+                part = partitions.get(name) if partitions else None
+                plan = resolve(cfg, target_cfg, name, partition=part)
+                stages = None
+                if part is not None:
+                    from eagle3_contracts.parallel.partition import stage_ownership
+
+                    stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
+                rows.append(CheckRow(label, reading, name, plan, compare(trained, plan), stages))
+
+    trained0 = readings[0][1]
+    num_ids = len(trained0.layer_ids) + len(trained0.non_canonical)
+    drafter = (
+        check_drafter_coherence(draft_cfg, target_cfg, num_ids, weights=weights)
+        if not trained0.refused
+        else ()
+    )
+    pipeline = None
+    if partitions:
+        pipeline = {
+            "pp_size": next(iter(partitions.values())).pp_size,
+            "partitions": {name: p.to_dict() for name, p in partitions.items()},
+        }
+    return CheckReport(
+        draft=draft_cfg,
+        target=target_cfg,
+        trained_with=trained_with,
+        readings=readings,
+        ambiguous=ambiguous,
+        rows=tuple(rows),
+        drafter=drafter,
+        notes=tuple(notes),
+        pipeline=pipeline,
+        title=title,
+    )
+
+
+def _target(
+    target: PathOrDict | TargetConfig | None, num_layers: int | None, hidden_size: int | None
+) -> TargetConfig:
+    if target is not None:
+        if num_layers is not None or hidden_size is not None:
+            raise ConfigError(
+                "give the target either as a config (--target) or as --num-layers and "
+                "--hidden-size, not both",
+                field="target",
+            )
+        return target if isinstance(target, TargetConfig) else read_target_config(target)
+    if num_layers is None or hidden_size is None:
+        raise ConfigError(
+            "the target is needed: pass --target CONFIG, or both --num-layers and --hidden-size",
+            field="target",
+        )
+    return TargetConfig.from_sizes(num_layers, hidden_size)
+
+
+def _partitions(
+    systems: Sequence[str],
+    target: TargetConfig,
+    pp_size: int | None,
+    pp_partition: str | Sequence[int] | None,
+) -> dict[str, Any]:
+    if pp_size is None and pp_partition is None:
+        return {}
+    from eagle3_contracts.parallel.partition import LayerPartition
+
+    n = check_num_layers(target.num_layers)
+    if pp_partition is not None:
+        part = LayerPartition.parse(pp_partition, num_layers=n, pp_size=pp_size)
+        return dict.fromkeys(systems, part)
+    assert pp_size is not None
+    out = {}
+    for name in systems:
+        conv = conventions.get(
+            name, model_type=target.model_type, architectures=target.architectures
+        )
+        try:
+            out[name] = LayerPartition.even(n, pp_size, rule=conv.pp_split_rule)
+        except ContractError as exc:
+            raise ContractError(f"--pp-size: {exc}", field="pp_size") from None
+    return out

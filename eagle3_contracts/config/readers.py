@@ -1,0 +1,357 @@
+"""Reading drafter and target configs in every schema seen in the wild.
+
+Drafter schemas: nested ``eagle_config`` (SpecForge, SGLang, ModelOpt), top-level ids
+(vLLM-native), speculators (``speculators_model_type``, ``transformer_layer_config``), and none
+(the original EAGLE). Targets: a Hugging Face ``config.json``, including multimodal
+``text_config`` nesting. Paths or dicts are accepted; anything malformed raises ``ConfigError``
+naming the file and the JSON field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from eagle3_contracts.errors import ConfigError
+
+IDS_FIELD = "eagle_aux_hidden_state_layer_ids"
+NESTED_PATH = f"eagle_config.{IDS_FIELD}"
+
+KNOWN_NORM_FLAGS: Mapping[str, str] = MappingProxyType(
+    {
+        "norm_before_residual": "speculators / vLLM: norm the embedding before the residual",
+        "norm_before_fc": "gpt-oss drafters (sglang#32334): norm the aux states before fc",
+        "fc_norm": "speculators: norm after fc",
+        "norm_output": "speculators: norm the drafter output",
+        "use_input_layernorm_in_first_layer": "ModelOpt: input layernorm in the first layer",
+        "use_last_layernorm": "ModelOpt: final layernorm",
+        "use_mtp_layernorm": "ModelOpt: MTP-style layernorms",
+    }
+)
+"""Drafter norm flags some system reads (unknown ``*norm*`` booleans are reported)."""
+
+_NUM_LAYERS_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
+_HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model")
+
+
+@dataclass(frozen=True)
+class DraftConfig:
+    """What a drafter config says about capture, fc width, vocab and norms."""
+
+    # -- where it came from ---------------------------------------------------------------
+    source: str  # file path or "<dict>"
+    schema: str  # "eagle_config", "top-level", "speculators" or "none"
+    # -- capture ids as written (None = field absent) --------------------------------------
+    nested_ids: tuple[int, ...] | None
+    top_level_ids: tuple[int, ...] | None
+    # -- sizes ----------------------------------------------------------------------------
+    hidden_size: int | None  # the drafter's own width
+    target_hidden_size: int | None  # explicit target width for fc (None: equals hidden_size)
+    vocab_size: int | None
+    draft_vocab_size: int | None
+    # -- norms and identity -----------------------------------------------------------------
+    norm_flags: Mapping[str, bool] = field(default_factory=dict)
+    unknown_norm_flags: Mapping[str, Any] = field(default_factory=dict)
+    architectures: tuple[str, ...] = ()
+    model_type: str | None = None
+    verifier: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def ids_at(self, path: str) -> tuple[int, ...] | None:
+        """Ids at a registry JSON path (``eagle_config.eagle_aux_hidden_state_layer_ids``)."""
+        if path == NESTED_PATH:
+            return self.nested_ids
+        if path == IDS_FIELD:
+            return self.top_level_ids
+        raise ConfigError(f"no reader for JSON path {path!r}", source=self.source, field=path)
+
+    @property
+    def ids(self) -> tuple[int, ...] | None:
+        """The ids as written (nested first); ``None`` when the config has none."""
+        return self.nested_ids if self.nested_ids is not None else self.top_level_ids
+
+    @property
+    def fc_hidden_size(self) -> int | None:
+        """Target width the drafter's fc expects per segment."""
+        return self.target_hidden_size if self.target_hidden_size is not None else self.hidden_size
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """The target model facts capture depends on."""
+
+    source: str
+    num_layers: int
+    hidden_size: int
+    vocab_size: int | None = None
+    model_type: str | None = None
+    architectures: tuple[str, ...] = ()
+    text_model_type: str | None = None  # model_type of a nested text_config (multimodal)
+
+    @classmethod
+    def from_sizes(cls, num_layers: object, hidden_size: object) -> TargetConfig:
+        """A target given by depth and width only (``--num-layers/--hidden-size``)."""
+        src = "<command line>"
+        data = {"num_hidden_layers": num_layers, "hidden_size": hidden_size}
+        return cls(
+            source=src,
+            num_layers=_pos_int(data, "num_hidden_layers", src, required=True),
+            hidden_size=_pos_int(data, "hidden_size", src, required=True),
+        )
+
+
+# -- public readers ---------------------------------------------------------------------
+def read_draft_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> DraftConfig:
+    """Parse a drafter ``config.json`` (path or dict) into a ``DraftConfig``."""
+    data, src = _load(path_or_dict, "draft config")
+    nested = _object(data, "eagle_config", src)
+    nested_ids = _ids(nested, IDS_FIELD, src, prefix="eagle_config.") if nested else None
+    top_ids = _ids(data, IDS_FIELD, src)
+    if nested_ids is not None and top_ids is not None and nested_ids != top_ids:
+        raise ConfigError(
+            f"{IDS_FIELD} is {list(top_ids)} at the top level but {list(nested_ids)} in "
+            f"eagle_config: engines read different places (vLLM the top level, SGLang the "
+            f"nested one); keep one list, or make both equal",
+            source=src,
+            field=IDS_FIELD,
+        )
+    layer_cfg = _object(data, "transformer_layer_config", src)
+    speculators = "speculators_model_type" in data
+    if speculators:
+        kind = data["speculators_model_type"]
+        if not isinstance(kind, str):
+            raise ConfigError(
+                f"speculators_model_type must be a string, got {_tname(kind)}",
+                source=src,
+                field="speculators_model_type",
+            )
+    sizes = layer_cfg if (speculators and layer_cfg) else data
+    prefix = "transformer_layer_config." if sizes is not data else ""
+    schema = (
+        "speculators"
+        if speculators
+        else "eagle_config"
+        if nested_ids is not None
+        else "top-level"
+        if top_ids is not None
+        else "none"
+    )
+    norm_flags, unknown = _norm_flags(data, nested or {}, src)
+    verifier = None
+    spec_cfg = _object(data, "speculators_config", src)
+    if spec_cfg is not None:
+        ver = spec_cfg.get("verifier")
+        if isinstance(ver, Mapping):
+            verifier = _str(ver, "name_or_path", src, prefix="speculators_config.verifier.")
+    return DraftConfig(
+        source=src,
+        schema=schema,
+        nested_ids=nested_ids,
+        top_level_ids=top_ids,
+        hidden_size=_pos_int(sizes, "hidden_size", src, prefix=prefix),
+        target_hidden_size=_pos_int(data, "target_hidden_size", src),
+        vocab_size=_pos_int(sizes, "vocab_size", src, prefix=prefix),
+        draft_vocab_size=_pos_int(data, "draft_vocab_size", src),
+        norm_flags=MappingProxyType(norm_flags),
+        unknown_norm_flags=MappingProxyType(unknown),
+        architectures=_str_list(data, "architectures", src),
+        model_type=_str(data, "model_type", src),
+        verifier=verifier,
+        raw=MappingProxyType(dict(data)),
+    )
+
+
+def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> TargetConfig:
+    """Parse a target Hugging Face ``config.json`` (multimodal ``text_config`` included)."""
+    data, src = _load(path_or_dict, "target config")
+    text = _object(data, "text_config", src)
+    sizes, prefix = data, ""
+    if text is not None and not any(k in data for k in _NUM_LAYERS_KEYS):
+        sizes, prefix = text, "text_config."
+    num_layers = _first_int(sizes, _NUM_LAYERS_KEYS, src, prefix)
+    hidden = _first_int(sizes, _HIDDEN_KEYS, src, prefix)
+    vocab = _pos_int(sizes, "vocab_size", src, prefix=prefix)
+    if vocab is None and sizes is not data:
+        vocab = _pos_int(data, "vocab_size", src)
+    return TargetConfig(
+        source=src,
+        num_layers=num_layers,
+        hidden_size=hidden,
+        vocab_size=vocab,
+        model_type=_str(data, "model_type", src),
+        architectures=_str_list(data, "architectures", src),
+        text_model_type=_str(text, "model_type", src, prefix="text_config.") if text else None,
+    )
+
+
+# -- helpers ----------------------------------------------------------------------------
+def _load(obj: object, what: str) -> tuple[Mapping[str, Any], str]:
+    if isinstance(obj, Mapping):
+        return obj, "<dict>"
+    if not isinstance(obj, (str, os.PathLike)):
+        raise ConfigError(
+            f"a {what} is a path to a JSON file or a dict, got {_tname(obj)}", source=None
+        )
+    path = Path(obj)
+    src = str(path)
+    if path.is_dir():
+        path = path / "config.json"
+        src = str(path)
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what}: {exc.strerror or exc}", source=src) from None
+    try:
+        data = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} is not UTF-8 text: {exc.reason}", source=src) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            source=src,
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"{what} is not valid JSON: {exc}", source=src) from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{what} must be a JSON object, got {_tname(data)}", source=src, field="<root>"
+        )
+    return data, src
+
+
+def _tname(value: object) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    for t, name in names.items():
+        if isinstance(value, t):
+            return f"{name} {_short(value)}" if t is not type(None) else name
+    if isinstance(value, (int, float)):
+        return f"number {value!r}"
+    return type(value).__name__
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _ids(
+    data: Mapping[str, Any] | None, key: str, src: str, *, prefix: str = ""
+) -> tuple[int, ...] | None:
+    if not data or key not in data:
+        return None
+    value = data[key]
+    where = prefix + key
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ConfigError(
+            f"{where} must be a list of integer layer ids, got {_tname(value)}",
+            source=src,
+            field=where,
+        )
+    if not value:
+        raise ConfigError(
+            f"{where} is empty: list the layer ids, or remove the field to use a system's "
+            f"default (engines disagree on what an empty list means)",
+            source=src,
+            field=where,
+        )
+    for i, n in enumerate(value):
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ConfigError(
+                f"{where}[{i}] must be an integer layer id, got {_tname(n)}",
+                source=src,
+                field=f"{where}[{i}]",
+            )
+    return tuple(value)
+
+
+def _pos_int(
+    data: Mapping[str, Any], key: str, src: str, *, prefix: str = "", required: bool = False
+) -> int | None:
+    if key not in data or data[key] is None:
+        if required:
+            raise ConfigError(f"{prefix}{key} is missing", source=src, field=prefix + key)
+        return None
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"{prefix}{key} must be a positive integer, got {_tname(value)}",
+            source=src,
+            field=prefix + key,
+        )
+    return value
+
+
+def _first_int(data: Mapping[str, Any], keys: tuple[str, ...], src: str, prefix: str) -> int:
+    for key in keys:
+        if key in data and data[key] is not None:
+            value = _pos_int(data, key, src, prefix=prefix)
+            assert value is not None
+            return value
+    raise ConfigError(
+        f"no {prefix}{keys[0]} (or {', '.join(keys[1:])}): the target's depth and width are "
+        f"needed; pass a Hugging Face config.json or --num-layers/--hidden-size",
+        source=src,
+        field=prefix + keys[0],
+    )
+
+
+def _object(data: Mapping[str, Any], key: str, src: str) -> Mapping[str, Any] | None:
+    """``data[key]`` if it is a JSON object, ``None`` if absent or null."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{key} must be a JSON object, got {_tname(value)}", source=src, field=key
+        )
+    return value
+
+
+def _str(data: Mapping[str, Any], key: str, src: str, *, prefix: str = "") -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"{prefix}{key} must be a string, got {_tname(value)}", source=src, field=prefix + key
+        )
+    return value
+
+
+def _str_list(data: Mapping[str, Any], key: str, src: str) -> tuple[str, ...]:
+    value = data.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"{key} must be a list of strings, got {_tname(value)}", source=src, field=key
+        )
+    return tuple(value)
+
+
+def _norm_flags(
+    data: Mapping[str, Any], nested: Mapping[str, Any], src: str
+) -> tuple[dict[str, bool], dict[str, Any]]:
+    known: dict[str, bool] = {}
+    unknown: dict[str, Any] = {}
+    for prefix, section in (("", data), ("eagle_config.", nested)):
+        for key, value in section.items():
+            if "norm" not in key.lower():
+                continue
+            where = prefix + key
+            if key in KNOWN_NORM_FLAGS:
+                if not isinstance(value, bool):
+                    raise ConfigError(
+                        f"{where} must be true or false, got {_tname(value)}",
+                        source=src,
+                        field=where,
+                    )
+                known[where] = value
+            elif isinstance(value, bool):
+                unknown[where] = value
+    return known, unknown

@@ -1,0 +1,729 @@
+"""Diagnose dumps: which layer is each captured segment really, and is that what was claimed?
+
+``diagnose(dumps, target)`` re-runs the target on each dump's input ids, identifies every
+segment with ``identify_segments`` (streaming: the k captured states plus O(1) full-width
+states, never all L+1), and compares the result with what the dump claims (its metadata, an
+explicit ``Claim`` or a ``CaptureContract``). With two dumps (training, then serving) it also
+says whether both feed the drafter the same layers in the same order, and how they differ.
+
+The difference vocabulary (``describe_difference``) names the failure classes seen in real
+reports: every segment one layer early/late (sglang#25454, vllm#43671), the embedding inserted
+(EAGLE#239), the post-norm state used as the last layer (TorchSpec#87), same layers in another
+order (config-list vs ascending concatenation), layers dropped or added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from eagle3_contracts._text import text_table
+from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.errors import ContractError, DumpError
+from eagle3_contracts.layer_ids import EMBEDDING, check_layer_id, describe, uniform_shift
+
+if TYPE_CHECKING:
+    from eagle3_contracts.capture.identify import SegmentIdentification, SegmentMatch
+    from eagle3_contracts.capture.targets import Target
+    from eagle3_contracts.dumps.format import Dump
+
+CANONICAL = "canonical"
+"""Convention name for ids that are already canonical and listed in concatenation order."""
+
+ROLES: tuple[str, str] = ("training", "serving")
+"""With two dumps, the first is read as the training feed, the second as the serving feed."""
+
+
+# -- the claim ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a dump is supposed to hold, resolved to canonical ids in concatenation order."""
+
+    ids: tuple[int, ...]  # the ids as written (dump metadata, --ids, or contract)
+    convention: str  # their convention ("canonical", "sglang", "hf-hidden-states", ...)
+    expected: tuple[int, ...]  # canonical ids, one per segment, in concatenation order
+    order: str  # "ascending" or "as_listed": how `expected` was ordered
+    basis: str  # where the claim comes from: "dump metadata", "--ids", "contract <path>"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ids": list(self.ids),
+            "convention": self.convention,
+            "expected": list(self.expected),
+            "order": self.order,
+            "basis": self.basis,
+        }
+
+    def describe(self) -> str:
+        return (
+            f"{list(self.ids)} in {self.convention} ({self.basis}) -> canonical "
+            f"{list(self.expected)} ({self.order})"
+        )
+
+
+def resolve_claim(
+    ids: Sequence[int],
+    convention: str,
+    num_layers: int,
+    *,
+    basis: str,
+    model_type: str | None = None,
+    architectures: Sequence[str] = (),
+) -> Claim:
+    """Translate claimed ``ids`` in ``convention`` to the canonical segment layout expected.
+
+    ``"canonical"`` ids are taken as they are, in the order given; registry conventions
+    (``eagle3_contracts.conventions``) translate them and order them as the system
+    concatenates (ascending for engines, list order for list-gathering trainers).
+    """
+    ids = tuple(ids)
+    if convention == CANONICAL:
+        expected = tuple(
+            check_layer_id(n, num_layers, field=f"layer_ids[{i}]") for i, n in enumerate(ids)
+        )
+        order = "as_listed"
+    else:
+        from eagle3_contracts import conventions
+
+        conv = conventions.get(convention, model_type=model_type, architectures=architectures)
+        canonical = conv.to_canonical(ids, num_layers)
+        order = conv.concat_order
+        expected = tuple(sorted(canonical)) if order == "ascending" else canonical
+    return Claim(ids, convention, expected, order, basis)
+
+
+def claim_from_contract(contract: CaptureContract, *, basis: str = "contract") -> Claim:
+    return Claim(contract.layer_ids, CANONICAL, contract.concat_ids, contract.order, basis)
+
+
+# -- differences ---------------------------------------------------------------------------------
+
+UNIDENTIFIED = "unidentified"  # a segment equal to no state of the target
+SEGMENT = "segment"  # one position's detail: want X, got Y
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way a feed differs from another; ``kind`` reuses ``plan.FindingKind`` values."""
+
+    kind: str  # FindingKind value ("shifted", "embedding-inserted", ...) or UNIDENTIFIED/SEGMENT
+    message: str
+    layers: tuple[int, ...] = ()  # canonical ids concerned
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "layers": list(self.layers)}
+
+
+def _name(layer_id: int | None, num_layers: int) -> str:
+    return "no layer" if layer_id is None else describe(layer_id, num_layers)
+
+
+def _ids(ids: Sequence[int | None]) -> str:
+    return "[" + ", ".join("?" if n is None else str(n) for n in ids) + "]"
+
+
+def describe_difference(
+    want: Sequence[int | None],
+    got: Sequence[int | None],
+    num_layers: int,
+    *,
+    want_name: str = "expected",
+    got_name: str = "found",
+    got_labels: Sequence[str] | None = None,
+) -> tuple[Difference, ...]:
+    """How ``got`` differs from ``want``: headline patterns first, then each segment.
+
+    Both are canonical ids per segment in concatenation order; ``None`` = no layer identified
+    (``got_labels`` then says what it is). Empty when identical and fully identified.
+    """
+    from eagle3_contracts.config.plan import FindingKind as K
+
+    want, got = list(want), list(got)
+    labels = list(got_labels) if got_labels is not None else [_name(n, num_layers) for n in got]
+    out: list[Difference] = []
+    fully = None not in want and None not in got
+    if want == got and fully:
+        return ()
+    if len(want) != len(got):
+        out.append(
+            Difference(
+                K.WIDTH_DIFFERS.value,
+                f"{got_name} has {len(got)} segments, {want_name} {len(want)}: the drafter's fc "
+                f"input width differs",
+            )
+        )
+    # -- headline patterns ---------------------------------------------------------------
+    if fully and len(want) == len(got):
+        shift = uniform_shift(want, got)  # type: ignore[arg-type]
+        if sorted(want) == sorted(got):  # type: ignore[type-var]
+            out.append(
+                Difference(
+                    K.ORDER_DIFFERS.value,
+                    f"same layers in a different order: {got_name} concatenates {_ids(got)}, "
+                    f"{want_name} {_ids(want)} (config-list order vs ascending order?)",
+                    tuple(got),  # type: ignore[arg-type]
+                )
+            )
+        elif shift is not None:
+            d = shift
+            cause = {
+                -1: "ids read as loop indices / layer inputs where layer outputs were meant: "
+                "the sglang#25454 / vllm#43671 off-by-one",
+                1: "a +1 applied to ids that already named layer outputs",
+            }.get(d, "an offset rule mismatch")
+            out.append(
+                Difference(
+                    K.SHIFTED.value,
+                    f"every segment is {abs(d)} layer{'s' * (abs(d) != 1)} "
+                    f"{'early' if d < 0 else 'late'}: {got_name} holds {_ids(got)}, "
+                    f"{want_name} {_ids(want)} ({cause})",
+                    tuple(got),  # type: ignore[arg-type]
+                )
+            )
+    if EMBEDDING in got and EMBEDDING not in want:
+        p = got.index(EMBEDDING)
+        rest = got[:p] + got[p + 1 :]
+        if len(got) == len(want) and rest == want[:-1]:
+            message = (
+                f"the embedding (-1) was inserted at segment {p}: the segments after it moved "
+                f"one position right and {_name(want[-1], num_layers)} was dropped (the "
+                f"embedding counted as a layer, EAGLE#239)"
+            )
+        else:
+            message = f"segment {p} holds the embedding (-1), which {want_name} does not"
+        out.append(Difference(K.EMBEDDING_INSERTED.value, message, (EMBEDDING,)))
+    for p, label in enumerate(labels):
+        if p < len(got) and got[p] is None and "final-norm" in label:
+            out.append(
+                Difference(
+                    K.POST_NORM_FED.value,
+                    f"segment {p} is the final-norm (post-norm) state, not a layer output: "
+                    f"hidden_states[-1] used as the last layer (TorchSpec#87); capture the "
+                    f"last layer's output with a forward hook instead",
+                )
+            )
+    # -- set differences (when no headline above explains them) ----------------------------
+    if fully and not out:
+        dropped = tuple(n for n in want if n not in got)
+        added = tuple(n for n in got if n not in want)
+        if dropped:
+            out.append(
+                Difference(
+                    K.LAYER_MISSING.value,
+                    f"{want_name} layer(s) {list(dropped)} appear in no {got_name} segment",
+                    dropped,  # type: ignore[arg-type]
+                )
+            )
+        if added:
+            out.append(
+                Difference(
+                    K.EXTRA_LAYER.value,
+                    f"{got_name} holds layer(s) {list(added)} that {want_name} does not",
+                    added,  # type: ignore[arg-type]
+                )
+            )
+    # -- per segment -------------------------------------------------------------------------
+    for p in range(max(len(want), len(got))):
+        w = want[p] if p < len(want) else None
+        g = got[p] if p < len(got) else None
+        if p < len(want) and p < len(got) and w == g and g is not None:
+            continue
+        w_text = (
+            "nothing"
+            if p >= len(want)
+            else "an unidentified state"
+            if w is None
+            else _name(w, num_layers)
+        )
+        g_text = labels[p] if p < len(got) else "nothing"
+        out.append(Difference(SEGMENT, f"segment {p}: {want_name} {w_text}, {got_name} {g_text}"))
+    return tuple(out)
+
+
+# -- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentVerdict:
+    """One segment: what it should be, what it is, and the evidence."""
+
+    position: int  # index in the concatenation
+    name: str  # tensor name in the dump ("layer3", "hidden_states[0:16]", ...)
+    expected: int | None  # canonical id the claim puts here (None: claim has fewer ids)
+    found: int | None  # canonical id identified (None: no layer)
+    kind: str  # "layer", "embedding", "post-norm", "near miss", "ambiguous", "nothing"
+    label: str  # identify's human label
+    closest: int  # closest canonical state
+    similarity: float  # cosine with the closest state
+    rel_error: float  # ||seg - closest|| / ||closest||
+
+    @property
+    def ok(self) -> bool:
+        return self.found is not None and self.found == self.expected
+
+    def short(self, num_layers: int) -> str:
+        """The table cell: the layer, or what it is instead, briefly."""
+        if self.kind in ("layer", "embedding", "near miss", "post-norm"):
+            return self.label.removeprefix("no layer: ")
+        return f"no layer (closest: {describe(self.closest, num_layers)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "name": self.name,
+            "expected": self.expected,
+            "found": self.found,
+            "kind": self.kind,
+            "label": self.label,
+            "closest": self.closest,
+            "similarity": round(self.similarity, 6),
+            "rel_error": self.rel_error,
+            "ok": self.ok,
+        }
+
+
+def _kind(match: SegmentMatch) -> str:
+    from eagle3_contracts.capture.identify import FINAL_NORM
+
+    if match.layer_id == EMBEDDING:
+        return "embedding"
+    if match.layer_id is not None:
+        return "layer"
+    if match.near_miss == FINAL_NORM:
+        return "post-norm"
+    if match.near_miss is not None:
+        return "near miss"
+    if match.label.startswith("ambiguous"):
+        return "ambiguous"
+    return "nothing"
+
+
+@dataclass(frozen=True)
+class DumpDiagnosis:
+    """One dump diagnosed against the target."""
+
+    source: str
+    role: str | None  # "training" / "serving" with two dumps, else None
+    system: str  # the dump's system metadata
+    shape: str  # Dump.describe()
+    # -- expectation -------------------------------------------------------------------------
+    claim: Claim  # what the segments are checked against
+    own_claim: Claim | None  # the dump's metadata claim, when `claim` comes from elsewhere
+    # -- evidence and verdict -------------------------------------------------------------------
+    segments: tuple[SegmentVerdict, ...]
+    findings: tuple[Difference, ...]  # how the found layers differ from `claim` (empty: ok)
+    cause: str | None  # where the fault lies: the ids' reading, or the capture code
+    fix: str | None  # native ids that would feed `claim`, when the ids are the fault
+    # -- identification settings ----------------------------------------------------------------
+    rtol: float
+    rtol_source: str
+    num_layers: int
+
+    @property
+    def found(self) -> tuple[int | None, ...]:
+        return tuple(s.found for s in self.segments)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "role": self.role,
+            "system": self.system,
+            "shape": self.shape,
+            "claim": self.claim.to_dict(),
+            "own_claim": None if self.own_claim is None else self.own_claim.to_dict(),
+            "found": list(self.found),
+            "segments": [s.to_dict() for s in self.segments],
+            "findings": [f.to_dict() for f in self.findings],
+            "cause": self.cause,
+            "fix": self.fix,
+            "rtol": self.rtol,
+            "rtol_source": self.rtol_source,
+            "ok": self.ok,
+        }
+
+
+@dataclass(frozen=True)
+class FeedComparison:
+    """Training dump vs serving dump: the same layers in the same order?"""
+
+    training: tuple[int | None, ...]
+    serving: tuple[int | None, ...]
+    findings: tuple[Difference, ...]
+
+    @property
+    def same(self) -> bool:
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "training": list(self.training),
+            "serving": list(self.serving),
+            "same": self.same,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class DiagnoseReport:
+    """Everything ``diagnose`` found; ``exit_code`` 0 (all as claimed) or 1 (a mismatch)."""
+
+    target: str  # Target.describe()
+    random_init: bool
+    dumps: tuple[DumpDiagnosis, ...]
+    comparison: FeedComparison | None
+    notes: tuple[str, ...] = ()  # defaults that applied, caveats
+
+    @property
+    def ok(self) -> bool:
+        return all(d.ok for d in self.dumps) and (self.comparison is None or self.comparison.same)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "random_init": self.random_init,
+            "notes": list(self.notes),
+            "dumps": [d.to_dict() for d in self.dumps],
+            "comparison": None if self.comparison is None else self.comparison.to_dict(),
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+        }
+
+    def render_text(self, *, brief: bool = False) -> str:
+        """The report; ``brief`` drops the target lines and shows OK dumps in one line."""
+        lines = [] if brief else [f"target: {self.target}", *(f"note: {n}" for n in self.notes)]
+        for i, d in enumerate(self.dumps, 1):
+            role = f" ({d.role})" if d.role else ""
+            if brief and d.ok:
+                lines += ["", f"dump {i}{role}: {d.source}: OK, canonical {_ids(d.found)}"]
+                continue
+            lines += ["", f"dump {i}{role}: {d.source}", f"  {d.shape}"]
+            if d.own_claim is not None:
+                lines.append(f"  its metadata: {d.own_claim.describe()}")
+            lines += [
+                f"  checked against: {d.claim.describe()}",
+                f"  identified by a reference forward on its tokens, rtol {d.rtol:g} "
+                f"({d.rtol_source})",
+            ]
+            rows = [("seg", "tensor", "expected", "found", "cosine", "rel.err")]
+            for s in d.segments:
+                rows.append(
+                    (
+                        str(s.position),
+                        s.name,
+                        "-" if s.expected is None else describe(s.expected, d.num_layers),
+                        s.short(d.num_layers),
+                        f"{s.similarity:.4f}",
+                        f"{s.rel_error:.2g}",
+                    )
+                )
+            lines += text_table(rows, indent="  ")
+            if d.ok:
+                lines.append("  verdict: OK, every segment is the layer expected")
+            else:
+                lines.append("  verdict: MISMATCH")
+                lines += [f"    - {f.message}" for f in d.findings]
+                if d.cause:
+                    lines.append(f"  cause: {d.cause}")
+                if d.fix:
+                    lines.append(f"  fix: {d.fix}")
+        if self.comparison is not None:
+            c = self.comparison
+            lines += ["", "training vs serving:"]
+            if c.same:
+                lines.append(f"  SAME: both feed canonical {_ids(c.training)} in the same order")
+            else:
+                lines.append(
+                    f"  DIFFERENT: training feeds {_ids(c.training)}, serving {_ids(c.serving)}"
+                )
+                lines += [f"    - {f.message}" for f in c.findings]
+        lines += ["", f"result: {'OK' if self.ok else 'MISMATCH'} (exit {self.exit_code})"]
+        return "\n".join(lines)
+
+
+# -- the diagnosis -----------------------------------------------------------------------------
+
+
+def check_dump_against_target(dump: Dump, target: Target) -> None:
+    """``DumpError`` when the dump cannot come from ``target`` (width, vocabulary)."""
+    if dump.hidden_size != target.hidden_size:
+        raise DumpError(
+            f"dump hidden_size {dump.hidden_size} != target hidden size {target.hidden_size} "
+            f"({target.model_type}, {target.num_layers} layers): wrong target, or wrong "
+            f"hidden_size in the dump metadata",
+            source=dump.source,
+        )
+    top = int(dump.input_ids.max())
+    if top >= target.vocab_size:
+        raise DumpError(
+            f"input_ids holds token id {top}, outside the target's vocabulary of "
+            f"{target.vocab_size}: wrong target or wrong tokenizer",
+            source=dump.source,
+        )
+
+
+def diagnose_dump(
+    dump: Dump,
+    target: Target,
+    *,
+    claim: Claim | None = None,
+    role: str | None = None,
+    rtol: float | None = None,
+) -> DumpDiagnosis:
+    """Identify every segment of ``dump`` on ``target`` and compare with ``claim``.
+
+    ``claim`` defaults to the dump's own metadata (ids + convention). When it comes from
+    elsewhere (a contract, the drafter's ids), the dump's own claim tells where a mismatch
+    lies: a dump holding exactly what its system makes of its ids points at the ids (``fix``
+    gives native ids that would work); one that does not points at the capture code.
+    """
+    from eagle3_contracts.capture.identify import identify_segments
+
+    check_dump_against_target(dump, target)
+    own: Claim | None
+    try:
+        own = resolve_claim(
+            dump.layer_ids,
+            dump.convention,
+            target.num_layers,
+            basis="dump metadata",
+            model_type=target.model_type,
+            architectures=target.architectures,
+        )
+    except ContractError as exc:
+        if claim is None:
+            raise ContractError(
+                f"{dump.source}: its claim {list(dump.layer_ids)} in {dump.convention} names no "
+                f"canonical layers ({exc}); check it against --ids/--convention or --contract",
+                field="layer_ids",
+            ) from None
+        own = None
+    expected = claim if claim is not None else own
+    assert expected is not None
+    device = next(target.model.parameters()).device  # a model the caller put on a GPU
+    ident: SegmentIdentification = identify_segments(
+        dump.captured.to(device),
+        target.model,
+        dump.input_ids.to(device),
+        hidden_size=dump.hidden_size,
+        rtol=rtol,
+        layers_path=target.layers_path,
+    )
+    segments = tuple(
+        SegmentVerdict(
+            position=m.position,
+            name=dump.names[m.position],
+            expected=expected.expected[m.position] if m.position < len(expected.expected) else None,
+            found=m.layer_id,
+            kind=_kind(m),
+            label=m.label,
+            closest=m.closest,
+            similarity=m.similarity,
+            rel_error=m.rel_error,
+        )
+        for m in ident
+    )
+    found = tuple(s.found for s in segments)
+    findings = describe_difference(
+        expected.expected,
+        found,
+        target.num_layers,
+        want_name="expected",
+        got_name="dump",
+        got_labels=[s.label for s in segments],
+    )
+    cause: str | None = None
+    fix: str | None = None
+    if (
+        findings
+        and all(n is None for n in found)
+        and not any(s.kind == "post-norm" for s in segments)
+    ):
+        best = max(s.similarity for s in segments)
+        findings = (
+            Difference(
+                UNIDENTIFIED,
+                f"no segment equals any state of this target (best cosine {best:.2f}): the "
+                f"dump was not captured from this model on these tokens",
+            ),
+            *findings,
+        )
+        cause = (
+            "wrong target: a different checkpoint, a different random-init seed, or input_ids "
+            "that are not the tokens the states came from"
+        )
+    elif findings and own is None:
+        cause = (
+            f"its own claim {list(dump.layer_ids)} in {dump.convention} names no canonical "
+            f"layer, so the capture cannot be what {expected.basis} expects"
+        )
+    elif findings:
+        cause, fix = _cause_and_fix(dump, own, expected, found, target)
+    return DumpDiagnosis(
+        source=dump.source,
+        role=role,
+        system=dump.system,
+        shape=dump.describe(),
+        claim=expected,
+        own_claim=None if claim is None else own,
+        segments=segments,
+        findings=findings,
+        cause=cause,
+        fix=fix,
+        rtol=ident.rtol,
+        rtol_source=ident.rtol_source,
+        num_layers=target.num_layers,
+    )
+
+
+def _cause_and_fix(
+    dump: Dump,
+    own: Claim,
+    expected: Claim,
+    found: tuple[int | None, ...],
+    target: Target,
+) -> tuple[str, str | None]:
+    """Is the fault in the reading of the ids (fixable by other ids) or in the capture code?"""
+    ids = list(own.ids)
+    if found != own.expected:
+        return (
+            f"the capture does not hold what {own.convention} makes of its ids {ids} "
+            f"(canonical {list(own.expected)}): the capture code itself deviates from the "
+            f"system's rule (a patch, a misplaced hook, a loop bug), not the ids",
+            None,
+        )
+    cause = (
+        f"the dump holds exactly what {own.convention} makes of ids {ids} (canonical "
+        f"{list(own.expected)}), but {expected.basis} expects {list(expected.expected)}: the "
+        f"two systems read these ids differently"
+    )
+    if own.convention == CANONICAL:
+        return cause, None
+    from eagle3_contracts import conventions
+
+    conv = conventions.get(
+        own.convention, model_type=target.model_type, architectures=target.architectures
+    )
+    try:
+        native = conv.from_canonical(expected.expected, target.num_layers)
+    except ContractError as exc:
+        return cause, f"no ids make {own.convention} feed {list(expected.expected)}: {exc}"
+    return cause, (
+        f"give {own.convention} the ids {list(native)} (they feed canonical "
+        f"{list(expected.expected)})"
+    )
+
+
+def compare_feeds(training: DumpDiagnosis, serving: DumpDiagnosis) -> FeedComparison:
+    """Do both dumps feed the drafter the same layers in the same order?"""
+    findings = list(
+        describe_difference(
+            training.found,
+            serving.found,
+            training.num_layers,
+            want_name="training",
+            got_name="serving",
+            got_labels=[s.label for s in serving.segments],
+        )
+    )
+    unknown = [s.position for s in training.segments if s.found is None]
+    if unknown:
+        findings.insert(
+            0,
+            Difference(
+                UNIDENTIFIED,
+                f"training segment(s) {unknown} match no layer, so the comparison there is "
+                f"undetermined",
+            ),
+        )
+    return FeedComparison(training.found, serving.found, tuple(findings))
+
+
+def diagnose(
+    dumps: Sequence[Dump],
+    target: Target,
+    *,
+    contract: CaptureContract | None = None,
+    claim_ids: Sequence[int] | None = None,
+    claim_convention: str | None = None,
+    contract_source: str = "contract",
+    claim_source: str = "claimed ids",
+    rtol: float | None = None,
+    notes: Sequence[str] = (),
+) -> DiagnoseReport:
+    """Diagnose one dump, or two (training then serving), against ``target``.
+
+    The expectation is ``contract`` if given, else ``claim_ids`` in ``claim_convention`` if
+    given, else each dump's own metadata claim.
+    """
+    if not 1 <= len(dumps) <= 2:
+        raise ContractError(
+            f"diagnose takes one dump, or two (training, serving); got {len(dumps)}",
+            field="dumps",
+        )
+    if contract is not None and claim_ids is not None:
+        raise ContractError("give a contract or claimed ids, not both", field="contract")
+    claim: Claim | None = None
+    if contract is not None:
+        if (contract.num_layers, contract.hidden_size) != (target.num_layers, target.hidden_size):
+            raise ContractError(
+                f"the contract is for {contract.num_layers} x {contract.hidden_size}, the target "
+                f"is {target.num_layers} x {target.hidden_size}",
+                field="contract",
+            )
+        claim = claim_from_contract(contract, basis=contract_source)
+    elif claim_ids is not None:
+        if not claim_convention:
+            raise ContractError(
+                "claimed ids need their convention (e.g. canonical, sglang, specforge)",
+                field="convention",
+            )
+        claim = resolve_claim(
+            claim_ids,
+            claim_convention,
+            target.num_layers,
+            basis=claim_source,
+            model_type=target.model_type,
+            architectures=target.architectures,
+        )
+    roles: Sequence[str | None] = ROLES if len(dumps) == 2 else (None,)
+    results = tuple(
+        diagnose_dump(d, target, claim=claim, role=r, rtol=rtol)
+        for d, r in zip(dumps, roles, strict=True)
+    )
+    comparison = compare_feeds(*results) if len(results) == 2 else None
+    notes = list(notes)
+    if target.random_init:
+        notes.append(
+            f"the target is a RANDOM INIT (seed {target.seed}): only dumps captured from this "
+            f"same random model can be identified"
+        )
+    return DiagnoseReport(target.describe(), target.random_init, results, comparison, tuple(notes))
+
+
+__all__ = [
+    "CANONICAL",
+    "Claim",
+    "DiagnoseReport",
+    "Difference",
+    "DumpDiagnosis",
+    "FeedComparison",
+    "SegmentVerdict",
+    "claim_from_contract",
+    "compare_feeds",
+    "describe_difference",
+    "diagnose",
+    "diagnose_dump",
+    "resolve_claim",
+    "uniform_shift",
+]

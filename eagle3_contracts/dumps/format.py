@@ -1,0 +1,540 @@
+"""The hidden-state dump format: captured states + input ids + what they claim to be.
+
+A dump is one safetensors file (never a pickle) holding
+
+* the captured states, in one of three layouts (``Dump.layout``):
+
+  - ``"concatenated"``: one tensor ``hidden_states`` of shape ``[B, T, k*H]`` or ``[T, k*H]``
+    (what the drafter's ``fc`` receives);
+  - ``"segments"``: ``hidden_states.0`` ... ``hidden_states.{k-1}``, each ``[B, T, H]`` or
+    ``[T, H]`` (a debug print per segment);
+  - ``"per_layer"``: one tensor per layer named after it, e.g. ``layer3``, ``layer31``,
+    ``layer59`` (training data files before their ``standardize``-style concatenation);
+
+* ``input_ids`` (``[B, T]`` or ``[T]``, any integer dtype): the tokens the states came from;
+* string metadata (``METADATA_KEYS``): the claimed layer ids in concatenation order, the
+  convention they are written in, the system that captured them, dtype, hidden size, and the
+  segment tensor names in concatenation order.
+
+``write_dump`` writes one from any capture and refuses to write an inconsistent one;
+``read_dump`` validates everything and raises ``DumpError`` with one clear sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from eagle3_contracts.errors import DumpError
+
+if TYPE_CHECKING:
+    import torch
+
+FORMAT = "eagle3-contracts.dump/1"
+"""Value of the ``format`` metadata key; bumped on incompatible changes."""
+
+Layout = Literal["concatenated", "segments", "per_layer"]
+
+CONCATENATED_NAME = "hidden_states"
+INPUT_IDS_NAME = "input_ids"
+
+# Required metadata keys and what each holds (all values are strings in safetensors).
+METADATA_KEYS: dict[str, str] = {
+    "format": f"the dump format, {FORMAT!r}",
+    "layer_ids": "JSON list of the claimed layer ids, one per segment, in concatenation order",
+    "convention": "the convention those ids are written in (e.g. 'canonical', 'sglang==0.5.23')",
+    "system": "what captured the states (e.g. 'training: SpecForge HF backend')",
+    "dtype": "dtype of the captured states (float32, float16, bfloat16)",
+    "hidden_size": "width H of one captured state",
+    "layout": "concatenated, segments or per_layer",
+    "segments": "JSON list of the state tensors' names in concatenation order",
+}
+
+FLOAT_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
+_REFUSED_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".pickle", ".ckpt", ".npy", ".npz", ".joblib")
+_PER_LAYER_NAME = re.compile(r"^layer[_.]?(\d+)$")
+_MAX_HEADER = 100 * 1024 * 1024  # safetensors' own header limit
+
+
+@dataclass(frozen=True)
+class Dump:
+    """A validated dump. States are batched (``[B, T, H]``) even if written unbatched."""
+
+    source: str  # the file it was read from ("<memory>" when built in-process)
+    # -- the states ----------------------------------------------------------------------
+    segments: tuple[torch.Tensor, ...]  # one [B, T, H] tensor per segment, concat order
+    names: tuple[str, ...]  # tensor name each segment came from (layer3, hidden_states.0...)
+    input_ids: torch.Tensor  # [B, T], int64
+    # -- the claim -----------------------------------------------------------------------
+    layer_ids: tuple[int, ...]  # claimed ids of the segments, concat order, in `convention`
+    convention: str  # convention of `layer_ids` ("canonical", "sglang==0.5.23", ...)
+    system: str  # free text: who captured it
+    # -- shape facts ---------------------------------------------------------------------
+    hidden_size: int
+    dtype: str  # "bfloat16", ...
+    layout: Layout
+    batched: bool  # False when the file held [T, ...] tensors
+    metadata: Mapping[str, str] = field(default_factory=dict)  # every key, as stored
+
+    @property
+    def captured(self) -> torch.Tensor:
+        """The concatenation ``[B, T, k*H]`` the drafter's ``fc`` would receive."""
+        import torch
+
+        return torch.cat(self.segments, dim=-1)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.shape[-1])
+
+    def describe(self) -> str:
+        """``"3 x [1, 6, 16] bfloat16 (per_layer), claims [2, 30, 58] (canonical)"``."""
+        shape = list(self.segments[0].shape)
+        return (
+            f"{self.num_segments} x {shape} {self.dtype} ({self.layout}), claims "
+            f"{list(self.layer_ids)} ({self.convention}), system: {self.system}"
+        )
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def write_dump(
+    path: str | os.PathLike[str],
+    captured: torch.Tensor | Sequence[torch.Tensor] | Mapping[str, torch.Tensor],
+    input_ids: torch.Tensor,
+    *,
+    layer_ids: Sequence[int],
+    convention: str,
+    system: str,
+    hidden_size: int | None = None,
+    extra_metadata: Mapping[str, str] | None = None,
+) -> Path:
+    """Write a dump; return its path. Validates exactly as ``read_dump`` does.
+
+    ``captured`` is the concatenated tensor (``[B, T, k*H]`` / ``[T, k*H]``; ``hidden_size``
+    defaults to its width / ``len(layer_ids)``), a sequence of per-segment tensors, or a
+    mapping ``{"layer3": t3, ...}`` (a training dump; the mapping's order is the
+    concatenation order). ``layer_ids`` are the claimed ids, one per segment in
+    concatenation order, written in ``convention``; ``system`` says who captured them.
+    """
+    import torch
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    source = str(path)
+    if path.suffix.lower() in _REFUSED_SUFFIXES:
+        raise DumpError(
+            f"dumps are safetensors files; {path.suffix!r} is a pickle-based extension: "
+            f"name it {path.stem}.safetensors",
+            source=source,
+        )
+    ids = _check_claim(layer_ids, source)
+    if not isinstance(convention, str) or not convention:
+        raise DumpError("convention must be a non-empty string, e.g. 'canonical'", source=source)
+    if not isinstance(system, str) or not system:
+        raise DumpError(
+            "system must be a non-empty string saying who captured the states", source=source
+        )
+
+    tensors: dict[str, torch.Tensor]
+    if isinstance(captured, torch.Tensor):
+        layout: Layout = "concatenated"
+        if captured.dim() < 1:
+            raise DumpError("captured must be a [B, T, k*H] or [T, k*H] tensor", source=source)
+        if hidden_size is None:
+            width = int(captured.shape[-1])
+            if width % len(ids):
+                raise DumpError(
+                    f"captured width {width} is not a multiple of the {len(ids)} claimed "
+                    f"layer ids; pass hidden_size",
+                    source=source,
+                )
+            hidden_size = width // len(ids)
+        tensors = {CONCATENATED_NAME: captured}
+    elif isinstance(captured, Mapping):
+        layout = "per_layer"
+        tensors = dict(captured)
+        for name in tensors:
+            if not isinstance(name, str) or not _PER_LAYER_NAME.match(name):
+                raise DumpError(
+                    f"per-layer tensor name {name!r} must look like 'layer3' (layer + number)",
+                    source=source,
+                )
+    else:
+        layout = "segments"
+        tensors = {f"{CONCATENATED_NAME}.{i}": t for i, t in enumerate(captured)}
+    for name, tensor in tensors.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise DumpError(
+                f"captured tensor {name!r} is a {type(tensor).__name__}, not a torch.Tensor",
+                source=source,
+            )
+        if not tensor.dtype.is_floating_point:
+            raise DumpError(
+                f"captured tensor {name!r} has dtype {str(tensor.dtype).removeprefix('torch.')}; "
+                f"hidden states must be one of ({', '.join(FLOAT_DTYPES)})",
+                source=source,
+            )
+    if layout != "concatenated" and hidden_size is None and tensors:
+        hidden_size = int(next(iter(tensors.values())).shape[-1])
+    if not isinstance(input_ids, torch.Tensor):
+        raise DumpError(
+            f"input_ids must be a torch.Tensor, got {type(input_ids).__name__}", source=source
+        )
+    dtypes = {str(t.dtype).removeprefix("torch.") for t in tensors.values()}
+    if len(dtypes) > 1:
+        raise DumpError(
+            f"captured tensors mix dtypes {sorted(dtypes)}; convert them to one dtype",
+            source=source,
+        )
+    names = list(tensors)
+    dtype = str(next(iter(tensors.values())).dtype).removeprefix("torch.") if tensors else "?"
+    metadata = {
+        "format": FORMAT,
+        "layer_ids": json.dumps(list(ids)),
+        "convention": convention,
+        "system": system,
+        "dtype": dtype,
+        "hidden_size": str(hidden_size),
+        "layout": layout,
+        "segments": json.dumps(names),
+    }
+    for key, value in (extra_metadata or {}).items():
+        if key in metadata:
+            raise DumpError(f"extra_metadata may not override {key!r}", source=source)
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise DumpError(
+                f"extra_metadata must map str to str, got {key!r}: {value!r}", source=source
+            )
+        metadata[key] = value
+    stored = {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
+    stored[INPUT_IDS_NAME] = input_ids.detach().to("cpu").contiguous()
+    _build(stored, metadata, source)  # refuse to write what read_dump would refuse
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(stored, str(path), metadata=metadata)
+    return path
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def read_dump(path: str | os.PathLike[str]) -> Dump:
+    """Read and validate a dump; raise ``DumpError`` (one sentence, names the file) if bad.
+
+    Never unpickles: pickle-based files (``.pt``, ``.bin``, ``torch.save`` zips) are refused.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    source = str(path)
+    if path.suffix.lower() in _REFUSED_SUFFIXES:
+        raise DumpError(
+            f"refusing to load a {path.suffix} file: it is pickle-based and loading it could "
+            f"run code; in the process that made it, save the states with "
+            f"eagle3_contracts.dumps.format.write_dump (safetensors)",
+            source=source,
+        )
+    if not path.exists():
+        raise DumpError("no such file", source=source)
+    if path.is_dir():
+        raise DumpError("is a directory; pass the dump's .safetensors file", source=source)
+    header = _read_header(path, source)
+    metadata = header.get("__metadata__") or {}
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise DumpError(f"unreadable safetensors data: {_one_line(exc)}", source=source) from None
+    return _build(tensors, metadata, source)
+
+
+def _read_header(path: Path, source: str) -> dict[str, Any]:
+    """Parse and sanity-check the safetensors header, telling truncation from non-safetensors."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise DumpError(
+                f"only {size} bytes: not a safetensors file (empty or truncated)", source=source
+            )
+        (n,) = struct.unpack("<Q", head)
+        if n == 0 or n > _MAX_HEADER:
+            raise DumpError(_not_safetensors(head, size), source=source)
+        if 8 + n > size:
+            first = f.read(1)
+            if first == b"{":
+                raise DumpError(
+                    f"truncated: the header alone needs {8 + n} bytes, the file has {size} "
+                    f"(interrupted copy?)",
+                    source=source,
+                )
+            raise DumpError(_not_safetensors(head, size), source=source)
+        raw = f.read(n)
+    try:
+        header = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise DumpError(_not_safetensors(head, size), source=source) from None
+    if not isinstance(header, dict):
+        raise DumpError(_not_safetensors(head, size), source=source)
+    end = 0
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        offsets = info.get("data_offsets") if isinstance(info, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2):
+            raise DumpError(f"malformed safetensors header entry {name!r}", source=source)
+        end = max(end, int(offsets[1]))
+    if 8 + n + end > size:
+        raise DumpError(
+            f"truncated: tensor data ends at byte {8 + n + end}, the file has {size} bytes "
+            f"(interrupted copy?)",
+            source=source,
+        )
+    return header
+
+
+def _not_safetensors(head: bytes, size: int) -> str:
+    if head.startswith(b"PK\x03\x04"):
+        kind = "a zip archive (torch.save output, pickle-based)"
+    elif head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        kind = "a pickle"
+    elif head.startswith(b"\x93NUMPY"):
+        kind = "a numpy .npy file"
+    else:
+        kind = "not a safetensors file"
+    return (
+        f"{kind}, not a safetensors dump ({size} bytes); loading pickles could run code, so "
+        f"re-save the states with eagle3_contracts.dumps.format.write_dump"
+    )
+
+
+def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], source: str) -> Dump:
+    """Validate tensors + metadata and assemble a ``Dump``."""
+    import torch
+
+    meta = dict(metadata)
+    missing = [key for key in METADATA_KEYS if key not in meta]
+    if missing:
+        wanted = "; ".join(f"{key}: {METADATA_KEYS[key]}" for key in missing)
+        raise DumpError(
+            f"missing metadata {', '.join(missing)} ({wanted}); write dumps with "
+            f"eagle3_contracts.dumps.format.write_dump",
+            source=source,
+        )
+    if meta["format"] != FORMAT:
+        raise DumpError(
+            f"metadata format is {meta['format']!r}, this version reads {FORMAT!r}", source=source
+        )
+    layer_ids = _check_claim(_json(meta, "layer_ids", source), source)
+    names = _json(meta, "segments", source)
+    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        raise DumpError(
+            f"metadata segments must be a non-empty JSON list of tensor names, got {names!r}",
+            source=source,
+        )
+    layout = meta["layout"]
+    if layout not in ("concatenated", "segments", "per_layer"):
+        raise DumpError(
+            f"metadata layout {layout!r} is not concatenated, segments or per_layer",
+            source=source,
+        )
+    try:
+        hidden_size = int(meta["hidden_size"])
+    except ValueError:
+        hidden_size = 0
+    if hidden_size < 1:
+        raise DumpError(
+            f"metadata hidden_size {meta['hidden_size']!r} is not a positive integer",
+            source=source,
+        )
+    if meta["dtype"] not in FLOAT_DTYPES:
+        raise DumpError(
+            f"metadata dtype {meta['dtype']!r} is not one of {', '.join(FLOAT_DTYPES)}: "
+            f"convert the states to bfloat16 or float32 before dumping",
+            source=source,
+        )
+    for key in ("convention", "system"):
+        if not meta[key].strip():
+            raise DumpError(f"metadata {key} is empty ({METADATA_KEYS[key]})", source=source)
+
+    # -- input ids ---------------------------------------------------------------------
+    if INPUT_IDS_NAME not in tensors:
+        raise DumpError(
+            f"no {INPUT_IDS_NAME!r} tensor: the target must be re-run on the same tokens",
+            source=source,
+        )
+    ids = tensors[INPUT_IDS_NAME]
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise DumpError(
+            f"input_ids has dtype {str(ids.dtype).removeprefix('torch.')}; token ids must be "
+            f"integers (int64)",
+            source=source,
+        )
+    if ids.dim() not in (1, 2) or ids.numel() == 0:
+        raise DumpError(
+            f"input_ids must be [T] or [B, T] with T >= 1, got shape {list(ids.shape)}",
+            source=source,
+        )
+    if int(ids.min()) < 0:
+        raise DumpError(f"input_ids has a negative token id {int(ids.min())}", source=source)
+
+    # -- the states ----------------------------------------------------------------------
+    missing_t = [n for n in names if n not in tensors]
+    if missing_t:
+        raise DumpError(
+            f"metadata lists segment tensor(s) {missing_t} the file does not hold "
+            f"(it holds {sorted(tensors)})",
+            source=source,
+        )
+    extra = sorted(set(tensors) - set(names) - {INPUT_IDS_NAME})
+    if extra:
+        raise DumpError(
+            f"tensor(s) {extra} are neither input_ids nor listed in metadata segments {names}",
+            source=source,
+        )
+    states = [tensors[n] for n in names]
+    for name, t in zip(names, states, strict=True):
+        dtype = str(t.dtype).removeprefix("torch.")
+        if dtype not in FLOAT_DTYPES:
+            raise DumpError(
+                f"tensor {name!r} has dtype {dtype}; hidden states must be one of "
+                f"({', '.join(FLOAT_DTYPES)})",
+                source=source,
+            )
+        if dtype != meta["dtype"]:
+            raise DumpError(
+                f"tensor {name!r} is {dtype} but metadata dtype says {meta['dtype']}; "
+                f"rewrite the dump so they agree",
+                source=source,
+            )
+    if layout == "concatenated":
+        if names != [CONCATENATED_NAME]:
+            raise DumpError(
+                f"a concatenated dump holds one tensor {CONCATENATED_NAME!r}, metadata lists "
+                f"{names}",
+                source=source,
+            )
+        whole = states[0]
+        width = int(whole.shape[-1]) if whole.dim() else 0
+        if width % hidden_size:
+            raise DumpError(
+                f"hidden_states width {width} is not a multiple of hidden_size {hidden_size} "
+                f"({width / hidden_size:.2f} segments): wrong hidden_size or a corrupted capture",
+                source=source,
+            )
+        if width // hidden_size != len(layer_ids):
+            raise DumpError(
+                f"hidden_states holds {width // hidden_size} segments of {hidden_size} but "
+                f"{len(layer_ids)} layer ids are claimed {list(layer_ids)}",
+                source=source,
+            )
+        states = list(whole.split(hidden_size, dim=-1))
+        names = [
+            f"{CONCATENATED_NAME}[{i * hidden_size}:{(i + 1) * hidden_size}]"
+            for i in range(len(states))
+        ]
+    else:
+        if len(states) != len(layer_ids):
+            raise DumpError(
+                f"{len(states)} segment tensors but {len(layer_ids)} layer ids claimed "
+                f"{list(layer_ids)}",
+                source=source,
+            )
+        for name, t in zip(names, states, strict=True):
+            if t.dim() == 0 or int(t.shape[-1]) != hidden_size:
+                raise DumpError(
+                    f"segment {name!r} has shape {list(t.shape)}, width must be hidden_size "
+                    f"{hidden_size}",
+                    source=source,
+                )
+    for name, t in zip(names, states, strict=True):
+        if tuple(t.shape[:-1]) != tuple(ids.shape):
+            tokens = ids.shape[-1]
+            raise DumpError(
+                f"token count mismatch: segment {name!r} has leading shape {list(t.shape[:-1])} "
+                f"but input_ids is {list(ids.shape)} ({tokens} tokens); dump the states of "
+                f"every input token (e.g. CaptureHiddenMode.FULL), not only sampled positions",
+                source=source,
+            )
+        finite = torch.isfinite(t)
+        if not bool(finite.all()):
+            bad = int((~finite).sum())
+            kinds = [
+                k for k, m in (("NaN", torch.isnan(t)), ("inf", torch.isinf(t))) if bool(m.any())
+            ]
+            raise DumpError(
+                f"segment {name!r} holds {bad} non-finite value(s) ({'/'.join(kinds)}): "
+                f"the capture overflowed or read uninitialised memory",
+                source=source,
+            )
+    batched = ids.dim() == 2
+    if not batched:
+        ids = ids.unsqueeze(0)
+        states = [t.unsqueeze(0) for t in states]
+    return Dump(
+        source=source,
+        segments=tuple(states),
+        names=tuple(names),
+        input_ids=ids.to(torch.long),
+        layer_ids=layer_ids,
+        convention=meta["convention"],
+        system=meta["system"],
+        hidden_size=hidden_size,
+        dtype=meta["dtype"],
+        layout=layout,  # type: ignore[arg-type]
+        batched=batched,
+        metadata=meta,
+    )
+
+
+def _check_claim(layer_ids: Any, source: str) -> tuple[int, ...]:
+    if isinstance(layer_ids, (str, bytes)) or not isinstance(layer_ids, Sequence):
+        raise DumpError(
+            f"layer_ids must be a list of integer layer ids, got {layer_ids!r}", source=source
+        )
+    if not layer_ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in layer_ids):
+        raise DumpError(
+            f"layer_ids must be a non-empty list of integers, got {list(layer_ids)!r}",
+            source=source,
+        )
+    return tuple(layer_ids)
+
+
+def _json(meta: Mapping[str, str], key: str, source: str) -> Any:
+    try:
+        return json.loads(meta[key])
+    except ValueError:
+        raise DumpError(
+            f"metadata {key} is not valid JSON: {meta[key][:60]!r}", source=source
+        ) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def per_layer_number(name: str) -> int | None:
+    """``"layer31"`` -> 31 (the number a per-layer tensor name carries), else ``None``."""
+    match = _PER_LAYER_NAME.match(name)
+    return int(match.group(1)) if match else None
+
+
+__all__ = [
+    "FORMAT",
+    "METADATA_KEYS",
+    "Dump",
+    "read_dump",
+    "write_dump",
+]

@@ -1,0 +1,265 @@
+"""pytest plugin (``pytest11`` entry point) for repositories that train or serve EAGLE-3 drafters.
+
+Loaded automatically once ``eagle3-contracts`` is installed. It adds:
+
+* the ``gpu`` marker: such tests are skipped, with the reason, when no CUDA device exists;
+* fixtures: ``eagle3_tiny_target`` (a 6 x 32 synthetic decoder), ``eagle3_contract`` (a
+  contract for it), ``eagle3_input_ids``, ``eagle3_hf_target`` (factory of tiny random HF
+  models), ``eagle3_verify`` (``verify_capture`` with those defaults);
+* hypothesis profiles ``eagle3-dev``, ``eagle3-ci`` and ``eagle3-gpu``, registered but not
+  loaded (load one with ``--hypothesis-profile=eagle3-ci`` or
+  ``settings.load_profile("eagle3-ci")``);
+* ini options ``eagle3_configs`` (globs of drafter config files), ``eagle3_serve_with``
+  (serving systems) and ``eagle3_trained_with`` (the training system), optionally
+  ``eagle3_target`` (the target ``config.json``, else a ``target.json`` next to each drafter
+  config): every matching config becomes one test item per serving system, failing with the
+  findings of ``eagle3_contracts.config.check.check_drafter`` when serving would feed the drafter
+  other layers than training did. The files must lie under a collected path (``testpaths``).
+
+Nothing here imports torch until a fixture or item needs it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from eagle3_contracts.contract import CaptureContract
+
+GPU_REASON = "gpu: no CUDA device available (torch.cuda.is_available() is False)"
+TINY_TARGET = {"num_layers": 6, "hidden_size": 32, "vocab_size": 64, "seed": 0}
+TINY_CONTRACT_IDS = (1, 3, 5)
+
+
+# -- hypothesis profiles -----------------------------------------------------------------
+def register_hypothesis_profiles() -> tuple[str, ...]:
+    """Register ``eagle3-dev``, ``eagle3-ci`` and ``eagle3-gpu`` (loading none); return their names.
+
+    Namespaced on purpose: hypothesis auto-loads a profile named ``ci`` when it detects a CI
+    environment, so a plugin registering ``ci`` would silently change every downstream
+    project's CI settings.
+    """
+    try:
+        from hypothesis import HealthCheck, settings
+    except ImportError:  # hypothesis is a test extra; the plugin must load without it
+        return ()
+    settings.register_profile("eagle3-dev", max_examples=25, deadline=None)
+    settings.register_profile(
+        "eagle3-ci",
+        max_examples=8,
+        deadline=None,
+        derandomize=True,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.register_profile(
+        "eagle3-gpu",
+        max_examples=4,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    return ("eagle3-dev", "eagle3-ci", "eagle3-gpu")
+
+
+PROFILES = register_hypothesis_profiles()
+
+
+# -- options and markers -----------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "eagle3_configs",
+        type="linelist",
+        default=[],
+        help="eagle3-contracts: globs (relative to rootdir) of drafter config.json files to check",
+    )
+    parser.addini(
+        "eagle3_serve_with",
+        type="args",
+        default=[],
+        help="eagle3-contracts: serving systems to check each drafter config against "
+        "(registry names or framework==version, e.g. sglang==0.5.23 vllm)",
+    )
+    parser.addini(
+        "eagle3_trained_with",
+        type="string",
+        default="",
+        help="eagle3-contracts: the system the drafters were trained with (e.g. specforge)",
+    )
+    parser.addini(
+        "eagle3_target",
+        type="string",
+        default="",
+        help="eagle3-contracts: target config.json (relative to rootdir); default: a "
+        "target.json next to each drafter config",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "gpu: needs a CUDA device; skipped with the reason when none is available"
+    )
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None and not _cuda_available():
+        pytest.skip(GPU_REASON)
+
+
+# -- drafter configs as test items --------------------------------------------------------
+def _matches(path: Path, root: Path, globs: list[str]) -> bool:
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return False
+    return any(fnmatch.fnmatch(rel, g.strip()) for g in globs if g.strip())
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    config = parent.config
+    globs = config.getini("eagle3_configs")
+    if globs and file_path.suffix == ".json" and _matches(file_path, config.rootpath, globs):
+        return DrafterConfigFile.from_parent(parent, path=file_path)
+    return None
+
+
+class DrafterConfigFile(pytest.File):
+    """One drafter config: one item per serving system in ``eagle3_serve_with``."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        systems = self.config.getini("eagle3_serve_with")
+        if not systems:
+            yield DrafterServeItem.from_parent(self, name="serve[default engines]", system=None)
+            return
+        for system in systems:
+            yield DrafterServeItem.from_parent(self, name=f"serve[{system}]", system=system)
+
+
+class DrafterCheckFailed(Exception):
+    """The drafter would be fed other layers when served than when trained."""
+
+
+class DrafterServeItem(pytest.Item):
+    """Check one drafter config against one serving system with ``check_drafter``."""
+
+    def __init__(self, *, system: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.system = system
+
+    def _target(self) -> Path | None:
+        configured = self.config.getini("eagle3_target").strip()
+        if configured:
+            return self.config.rootpath / configured
+        sibling = self.path.parent / "target.json"
+        return sibling if sibling.exists() else None
+
+    def runtest(self) -> None:
+        from eagle3_contracts.config.check import check_drafter
+
+        target = self._target()
+        if target is None:
+            raise DrafterCheckFailed(
+                f"{self._shown()}: no target config: set eagle3_target in the pytest ini or "
+                f"put the target's config.json next to the drafter as target.json"
+            )
+        trained = self.config.getini("eagle3_trained_with").strip() or None
+        report = check_drafter(
+            str(self.path),
+            target=str(target),
+            trained_with=trained,
+            serve_with=() if self.system is None else (self.system,),
+        )
+        if not report.ok:
+            raise DrafterCheckFailed(report.render_text())
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, DrafterCheckFailed):
+            return str(excinfo.value)
+        from eagle3_contracts.errors import Eagle3ContractsError
+
+        if isinstance(excinfo.value, Eagle3ContractsError):
+            return f"{type(excinfo.value).__name__}: {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        system = self.system or "default engines"
+        return self.path, None, f"eagle3 drafter config {self._shown()} served with {system}"
+
+    def _shown(self) -> str:
+        """The config's path relative to the rootdir (several drafters share one file name)."""
+        try:
+            return str(self.path.relative_to(self.config.rootpath))
+        except ValueError:
+            return str(self.path)
+
+
+# -- fixtures ------------------------------------------------------------------------------
+@pytest.fixture
+def eagle3_tiny_target() -> Any:
+    """A 6-layer, 32-wide synthetic decoder (residual style, seed 0), eval mode."""
+    from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic
+
+    return build_synthetic(SyntheticConfig(**TINY_TARGET))
+
+
+@pytest.fixture
+def eagle3_contract() -> CaptureContract:
+    """``CaptureContract((1, 3, 5), 6, 32)``: fits ``eagle3_tiny_target`` (5 = last, pre-norm)."""
+    from eagle3_contracts.contract import CaptureContract
+
+    return CaptureContract(TINY_CONTRACT_IDS, TINY_TARGET["num_layers"], TINY_TARGET["hidden_size"])
+
+
+@pytest.fixture
+def eagle3_input_ids() -> Any:
+    """2 x 12 seeded random tokens for ``eagle3_tiny_target``."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    return torch.randint(0, TINY_TARGET["vocab_size"], (2, 12), generator=g)
+
+
+@pytest.fixture
+def eagle3_hf_target() -> Callable[..., Any]:
+    """Factory ``(arch, **config_overrides) -> tiny random HF model`` (skips without transformers)."""
+    pytest.importorskip("transformers")
+    from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
+
+    def make(arch: str, *, seed: int = 0, **overrides: Any) -> Any:
+        return build_tiny_hf(tiny_hf_config(arch, **overrides), seed=seed)
+
+    return make
+
+
+@pytest.fixture
+def eagle3_verify(eagle3_tiny_target: Any, eagle3_contract: CaptureContract) -> Callable[..., Any]:
+    """``verify(capture_fn, model=tiny target, contract=tiny contract, input_ids=None)``."""
+    from eagle3_contracts.capture.verify import verify_capture
+
+    def verify(
+        capture_fn: Callable[..., Any],
+        model: Any = None,
+        contract: CaptureContract | None = None,
+        input_ids: Any = None,
+    ) -> Any:
+        return verify_capture(
+            capture_fn,
+            eagle3_tiny_target if model is None else model,
+            eagle3_contract if contract is None else contract,
+            input_ids,
+        )
+
+    return verify

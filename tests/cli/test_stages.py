@@ -1,0 +1,150 @@
+"""``eagle3-contracts stages`` and ``stages_report`` (no processes)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eagle3_contracts.cli import main
+from eagle3_contracts.parallel import LayerPartition, pipeline_risks
+from eagle3_contracts.parallel.report import stages_report
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["stages", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_kimi_over_four_stages_text(capsys) -> None:
+    code, out, err = run_cli(capsys, "--num-layers", "61", "--ids", "2,30,58", "--pp-size", "4")
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == (
+        "61 layers over 4 pipeline stages: 0-14 | 15-29 | 30-45 | 46-60 "
+        "(vllm rule, default; --pp-rule or --pp-partition to change)"
+    )
+    assert "  layer 30  2      30-45         0" in out
+    assert "last-stage-only capture (sglang#39644) would lose: layer 2, layer 30" in out
+    assert "stage-local indexing (vllm#36151) would lose: layer 30, layer 58" in out
+    assert "stage 3 would capture layer 48 as 2" in out
+
+
+def test_sglang_convention_loses_ids_exit_1(capsys) -> None:
+    code, out, _ = run_cli(
+        capsys, "--num-layers", "61", "--ids", "3,31,59", "--pp-size", "4", "--convention", "sglang"
+    )
+    assert code == 1
+    assert "ids (sglang): 3, 31, 59 = canonical 2, 30, 58" in out
+    assert "(sglang rule, sglang's default split)" in out  # the engine's own split, reported
+    assert "MISMATCH: sglang never feeds layer 2, layer 30 to the drafter" in out
+
+
+def test_sglang_with_every_id_on_the_last_stage_exit_0(capsys) -> None:
+    code, out, _ = run_cli(
+        capsys,
+        "--num-layers",
+        "8",
+        "--ids",
+        "6,7",
+        "--pp-partition",
+        "5,3",
+        "--convention",
+        "sglang",
+    )
+    assert code == 0 and "MISMATCH" not in out
+
+
+def test_json_report(capsys) -> None:
+    code, out, _ = run_cli(
+        capsys, "--num-layers", "61", "--ids=-1,14,60", "--pp-partition", "15,15,16,15", "--json"
+    )
+    data = json.loads(out)
+    assert code == 0 and data["exit_code"] == 0 and data["schema_version"] == 1
+    assert data["split"] == "explicit --pp-partition"
+    assert data["partition"] == {"sizes": [15, 15, 16, 15], "rule": "explicit", "num_layers": 61}
+    assert data["ownership"][1] == {
+        "id": 14,
+        "native_id": 14,
+        "stage": 0,
+        "stage_layers": [0, 14],
+        "local_index": 14,
+        "stage_boundary": True,
+    }
+    assert data["risks"]["last_stage_only_lost"] == [-1, 14]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--num-layers", "61", "--ids", "2,x", "--pp-size", "4"], "--ids item 1 ('x')"),
+        (["--num-layers", "61", "--ids", "2", "--pp-partition", "15,15,16"], "sums to 46"),
+        (
+            ["--num-layers", "61", "--ids", "2", "--pp-partition", "30,31", "--pp-size", "4"],
+            "2 stages",
+        ),
+        (["--num-layers", "61", "--ids", "2", "--pp-partition", "61,0"], "at least one layer"),
+        (["--num-layers", "61", "--ids", "2"], "give --pp-size"),
+        (["--num-layers", "3", "--ids", "2", "--pp-size", "4"], "exceeds num_layers"),
+        (["--num-layers", "61", "--ids", "61", "--pp-size", "4"], "outside [-1, 60]"),
+        (
+            ["--num-layers", "61", "--ids", "2", "--pp-size", "4", "--pp-rule", "x"],
+            "not a known split",
+        ),
+        (["--num-layers", "61", "--ids", "2", "--pp-size", "4", "--convention", "nope"], "unknown"),
+        (["--ids", "2", "--pp-size", "4"], "--num-layers N or --target"),
+        (
+            ["--num-layers", "61", "--ids", "2", "--pp-partition", "30,31", "--pp-rule", "vllm"],
+            "give one or the other",
+        ),
+    ],
+)
+def test_bad_input_exit_2_one_line(capsys, argv, words) -> None:
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and words in err, err
+
+
+def test_report_agrees_with_risks() -> None:
+    report = stages_report([2, 30, 58], 61, pp_size=4, pp_rule="sglang")
+    assert report.partition == LayerPartition((15, 15, 15, 16))
+    assert report.risks == pipeline_risks([2, 30, 58], report.partition)
+    assert report.exit_code == 0 and report.behaviour is None
+
+
+def test_sglang_capture_entering_the_next_layer_reaches_the_last_stage(capsys) -> None:
+    """SGLang takes canonical N entering layer N + 1: the last layer of a non-final stage is
+    captured on the next stage, so ``stages`` must agree with ``check --pp-size`` (plan.py)."""
+    from eagle3_contracts.config.plan import resolve
+    from eagle3_contracts.parallel import LayerPartition
+
+    code = main(
+        ["stages", "--num-layers", "8", "--pp-size", "2", "--ids", "4", "--convention", "sglang"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "MISMATCH" not in out
+    assert (
+        "OK: sglang takes layer N as layer N + 1 starts, so these are still captured on the last stage: layer 3"
+        in out
+    )
+    draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [4]}}
+    target = {"num_hidden_layers": 8, "hidden_size": 16}
+    plan = resolve(draft, target, "sglang", partition=LayerPartition((4, 4)))
+    assert plan.layer_ids == (3,)
+    # one layer earlier (canonical 2, loop index 3) is captured on stage 0 and lost
+    assert (
+        main(
+            [
+                "stages",
+                "--num-layers",
+                "8",
+                "--pp-size",
+                "2",
+                "--ids",
+                "3",
+                "--convention",
+                "sglang",
+            ]
+        )
+        == 1
+    )

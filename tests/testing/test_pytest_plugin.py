@@ -1,0 +1,164 @@
+"""The pytest11 plugin, exercised in throwaway pytest runs (pytester)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eagle3_contracts.config import examples
+from eagle3_contracts.testing.pytest_plugin import GPU_REASON
+
+pytest_plugins = ["pytester"]
+
+
+def _drafter_repo(pytester: pytest.Pytester, ini: str) -> None:
+    draft, target = examples.load("kimi-k2.5")  # nested ids [2, 30, 58], 61-layer target
+    for name in ("kimi", "kimi-copy"):
+        folder = pytester.path / "drafters" / name
+        folder.mkdir(parents=True)
+        shutil.copy(draft, folder / "config.json")
+        shutil.copy(target, folder / "target.json")
+    pytester.makeini(f"[pytest]\ntestpaths = drafters\n{ini}")
+
+
+def test_each_config_becomes_one_item_per_serving_system(pytester):
+    _drafter_repo(
+        pytester,
+        "eagle3_configs = drafters/*/config.json\n"
+        "eagle3_serve_with = sglang-legacy sglang\n"
+        "eagle3_trained_with = specforge\n",
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*drafters/kimi/config.json::serve[[]sglang-legacy[]] PASSED*",
+            "*drafters/kimi/config.json::serve[[]sglang[]] FAILED*",
+        ]
+    )
+    # the failure is the core findings, not a traceback
+    result.stdout.fnmatch_lines(["*1 layer early*", "*fix*eagle_aux_hidden_state_layer_ids*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_target_from_ini_and_default_engines_item(pytester):
+    draft, target = examples.load("kimi-k2.5")
+    (pytester.path / "drafters").mkdir()
+    shutil.copy(draft, pytester.path / "drafters" / "draft.json")
+    shutil.copy(target, pytester.path / "kimi-target.json")
+    pytester.makeini(
+        "[pytest]\ntestpaths = drafters\neagle3_configs = drafters/draft.json\n"
+        "eagle3_target = kimi-target.json\neagle3_trained_with = specforge\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(failed=1)  # vLLM ignores nested-only ids among the engines
+    result.stdout.fnmatch_lines(["*serve[[]default engines[]] FAILED*", "*no --serve-with*"])
+
+
+def test_a_missing_target_fails_with_what_to_do(pytester):
+    draft, _ = examples.load("kimi-k2.5")
+    (pytester.path / "d").mkdir()
+    shutil.copy(draft, pytester.path / "d" / "config.json")
+    pytester.makeini(
+        "[pytest]\ntestpaths = d\neagle3_configs = d/*.json\neagle3_serve_with = vllm\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no target config: set eagle3_target*"])
+
+
+def test_a_malformed_config_is_one_line_not_a_traceback(pytester):
+    (pytester.path / "d").mkdir()
+    (pytester.path / "d" / "config.json").write_text(json.dumps({"eagle_config": [1, 2]}))
+    shutil.copy(examples.load("kimi-k2.5")[1], pytester.path / "d" / "target.json")
+    pytester.makeini(
+        "[pytest]\ntestpaths = d\neagle3_configs = d/config.json\neagle3_serve_with = vllm\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ConfigError: *eagle_config must be a JSON object*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_json_files_outside_the_globs_are_not_collected(pytester):
+    _drafter_repo(
+        pytester, "eagle3_configs = drafters/kimi/config.json\neagle3_serve_with = sglang-legacy\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["drafters/kimi/config.json::serve[[]sglang-legacy[]]"])
+    assert "kimi-copy" not in result.stdout.str()
+
+
+def test_gpu_marker_skips_with_the_reason_without_cuda(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.gpu
+        def test_needs_cuda():
+            import torch
+            assert torch.cuda.is_available()
+
+        def test_plain():
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs", "--strict-markers")
+    import torch
+
+    if torch.cuda.is_available():
+        result.assert_outcomes(passed=2)
+    else:
+        result.assert_outcomes(passed=1, skipped=1)
+        result.stdout.fnmatch_lines([f"*{GPU_REASON}*"])
+
+
+def test_profiles_are_registered_but_not_loaded(pytester):
+    pytester.makepyfile(
+        """
+        from hypothesis import settings
+
+        def test_profiles():
+            ours = {"eagle3-dev", "eagle3-ci", "eagle3-gpu"}
+            assert ours <= set(settings._profiles)
+            assert settings._current_profile not in ours
+            # hypothesis's own "ci" profile (auto-loaded on CI machines) is left untouched
+            assert settings.get_profile("ci").max_examples == settings.default.max_examples
+            ci = settings.get_profile("eagle3-ci")
+            assert ci.derandomize and ci.deadline is None and ci.max_examples <= 10
+        """
+    )
+    # a fresh process: this run has loaded "eagle3-ci" itself (through the repository conftest)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_fixtures_give_a_tiny_target_and_its_contract(pytester):
+    pytester.makepyfile(
+        """
+        from eagle3_contracts import capture_hidden_states
+
+        def test_fixtures(eagle3_tiny_target, eagle3_contract, eagle3_input_ids, eagle3_verify):
+            out = capture_hidden_states(eagle3_tiny_target, eagle3_input_ids, eagle3_contract.layer_ids)
+            eagle3_contract.validate(out)
+            assert eagle3_verify(lambda m, i: capture_hidden_states(m, i, (1, 3, 5))).ok
+
+        def test_hf_factory(eagle3_hf_target):
+            model = eagle3_hf_target("qwen2", num_layers=2, hidden_size=16)
+            assert len(model.model.layers) == 2
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore").assert_outcomes(passed=2)
+
+
+def test_the_entry_point_is_registered():
+    from importlib.metadata import entry_points
+
+    plugins = {e.name: e.value for e in entry_points(group="pytest11")}
+    assert plugins.get("eagle3_contracts") == "eagle3_contracts.testing.pytest_plugin"
+    assert Path(__file__).name  # the plugin is loaded in this very run:
+    import eagle3_contracts.testing.pytest_plugin as plugin
+
+    assert plugin.PROFILES == ("eagle3-dev", "eagle3-ci", "eagle3-gpu")
