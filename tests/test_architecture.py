@@ -63,6 +63,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     "processes: they are test machinery by purpose",
     ("dumps", "testing"): "demo replays the incident on a tiny random-init HF model",
     ("capture", "testing"): "reference_states runs a synthetic target's explicit layer loop",
+    ("conventions", "config"): "predict_feed takes the target's raw config.json: "
+    "config.readers.read_target_config is the one (torch-free) reader of target configs, "
+    "imported lazily inside predict_feed",
 }
 
 TORCH_FREE = ("errors", "layer_ids", "contract", "conventions", "config", "probe", "stamp")

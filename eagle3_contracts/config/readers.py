@@ -92,6 +92,8 @@ class TargetConfig:
     model_type: str | None = None
     architectures: tuple[str, ...] = ()
     text_model_type: str | None = None  # model_type of a nested text_config (multimodal)
+    is_moe: bool = False  # routed experts (vLLM 0.22.0 picks its runner by it)
+    quantized: bool = False  # a quantization_config is present
 
     @classmethod
     def from_sizes(cls, num_layers: object, hidden_size: object) -> TargetConfig:
@@ -186,10 +188,23 @@ def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any])
         model_type=_str(data, "model_type", src),
         architectures=_str_list(data, "architectures", src),
         text_model_type=_str(text, "model_type", src, prefix="text_config.") if text else None,
+        is_moe=any(_experts(s) for s in (data, sizes)),
+        quantized=any(s.get("quantization_config") is not None for s in (data, sizes)),
     )
 
 
 # -- helpers ----------------------------------------------------------------------------
+_EXPERT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
+
+
+def _experts(section: Mapping[str, Any]) -> bool:
+    """Whether a config section declares routed experts (a MoE model)."""
+    return any(
+        isinstance(section.get(k), int) and not isinstance(section.get(k), bool) and section[k] > 1
+        for k in _EXPERT_KEYS
+    )
+
+
 def _load(obj: object, what: str) -> tuple[Mapping[str, Any], str]:
     if isinstance(obj, Mapping):
         return obj, "<dict>"

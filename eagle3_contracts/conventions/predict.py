@@ -1,0 +1,647 @@
+"""What a released engine feeds an EAGLE-3 drafter: one answer per (engine, release, runner,
+target model file), from the probed release tables (``conventions/data/*.json``).
+
+``predict_feed("vllm==0.32.0:v1", draft_config, target_config)`` simulates the release reading
+the drafter's raw ``config.json`` (as a dict) exactly as its code does:
+
+1. **serve spec.** ``sglang==0.5.23``, ``vllm==0.33.0``, ``vllm==0.33.0:v1``; an unversioned
+   ``sglang``/``vllm`` is the newest probed release (the ``Feed`` says so in ``assumptions``).
+2. **model file.** The target's ``architectures`` pick the entry class the release registers; a
+   class the release registers without EAGLE-3 support is ``unsupported``; one the probe could not
+   read is ``unknown`` (with the file and what needs reading).
+3. **runner (vLLM).** The release's own default (``runner`` section of the table, read from
+   ``vllm/config/vllm.py`` ``use_v2_model_runner``), or the one named after ``:``.
+4. **ids.** The reader of that runner/release, in its precedence (``id_source.readers``);
+   ``eagle_config.use_aux_hidden_state: false`` means no aux states at all.
+5. **selection and placement.** The entry class's probed rule (``+1``, ``+1 if ids[0] == 1``,
+   ``sorted(set(ids))``, ...), then the model file's capture placement: which loop indices /
+   boundaries its forward can reach, whether index 0 crashes on ``hidden_states + None``.
+6. **fc width.** ``num_aux_hidden_states``, else the length of ``eagle_config`` ids, else 3
+   (vLLM and SGLang ``llama_eagle3.py``): a different number of captured states crashes.
+
+The result is a frozen ``Feed``. ``canonical`` is what the target collects, in concatenation
+order (canonical ``-1`` = embedding stream = HF ``hidden_states[0]``; ``N`` = output of layer
+``N``), also when ``kind == "crash"`` because the drafter's fc cannot take it; a crash inside the
+target's capture (``embedding-residual-none``) collects nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from eagle3_contracts.conventions import releases
+from eagle3_contracts.errors import ContractError
+
+Kind = Literal["segments", "crash", "unsupported", "unknown"]
+
+ENGINES: tuple[str, ...] = ("sglang", "vllm")
+RUNNERS: tuple[str, ...] = ("v1", "v2")
+
+ALIASES: dict[str, str] = {
+    "sglang-legacy": "sglang==0.5.12",
+    "sglang-gpt-oss": "sglang==0.5.17",
+    "vllm-nested": "vllm==0.33.0:v1",
+}
+"""Older registry names that stand for one release (and runner)."""
+
+TOP = "eagle_aux_hidden_state_layer_ids"
+NESTED = f"eagle_config.{TOP}"
+
+FC_WIDTH_SOURCES: dict[str, str] = {
+    "vllm": "vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 lines 209-221): "
+    "num_aux_hidden_states, else len(eagle_config ids), else 3",
+    "sglang": "sglang/srt/models/llama_eagle3.py (0.5.14 lines 148-156, 0.5.23 lines 156-164): "
+    "num_aux_hidden_states, else len(eagle_config ids), else 3",
+}
+
+USE_AUX_SOURCES: dict[str, str] = {
+    "vllm": "vllm/model_executor/models/llama_eagle3.py (0.32.0 lines 179-183) and "
+    "v1/spec_decode/llm_base_proposer.py _get_eagle3_use_aux_hidden_state_from_config",
+    "sglang": "sglang/srt/model_executor/model_runner.py (0.5.14 lines 458-472); "
+    "model_runner_components/spec_aux_hidden_state.py (0.5.23 lines 187-196)",
+}
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    """A parsed serve name: engine, release (None = newest probed) and vLLM runner."""
+
+    framework: str
+    version: str | None
+    runner: str | None
+    given: str
+
+    @property
+    def label(self) -> str:
+        return self.given
+
+
+@dataclass(frozen=True)
+class Feed:
+    """What one engine release feeds the drafter (see the module docstring)."""
+
+    kind: Kind
+    canonical: tuple[int, ...]
+    width_states: int | None
+    crash: str | None
+    release: str  # "vllm==0.33.0"
+    runner: str | None  # "v1" / "v2" (vLLM), None (SGLang)
+    model_file: str  # "llama.py" ("" when not found)
+    source: str  # file:line of the release code, or the probe table entry
+    assumptions: tuple[str, ...] = ()
+    final_state: bool = False  # no aux states: the target's final (post-norm) state is fed
+    native_ids: tuple[int, ...] | None = None  # ids the release read (None: its default)
+    ids_source: str = ""  # the JSON path read, "default" or "explicit"
+    entry_class: str = ""  # "llama.py:LlamaForCausalLM"
+    notes: tuple[str, ...] = ()
+    state: str = "residual stream"  # what each collected segment holds
+    read_path: str | None = field(default=None)  # where a fix must write ids for this release
+
+    @property
+    def system(self) -> str:
+        """``vllm==0.33.0:v2 llama.py``: the full key of the answer."""
+        runner = f":{self.runner}" if self.runner else ""
+        file = f" {self.model_file}" if self.model_file else ""
+        return f"{self.release}{runner}{file}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "canonical": list(self.canonical),
+            "width_states": self.width_states,
+            "crash": self.crash,
+            "release": self.release,
+            "runner": self.runner,
+            "model_file": self.model_file,
+            "entry_class": self.entry_class,
+            "source": self.source,
+            "assumptions": list(self.assumptions),
+            "final_state": self.final_state,
+            "native_ids": None if self.native_ids is None else list(self.native_ids),
+            "ids_source": self.ids_source,
+            "read_path": self.read_path,
+            "state": self.state,
+            "notes": list(self.notes),
+        }
+
+
+# -- serve names ------------------------------------------------------------------------------
+
+
+def is_engine(name: str) -> bool:
+    """Whether ``name`` is answered per release (``sglang``, ``vllm==0.33.0:v1``, aliases)."""
+    key = name.strip()
+    key = ALIASES.get(key, key)
+    framework = key.split("==", 1)[0].split(":", 1)[0].strip().lower()
+    return framework in ENGINES
+
+
+def parse_serve(serve: str) -> ServeSpec:
+    """``"vllm==0.33.0:v1"`` -> ``ServeSpec("vllm", "0.33.0", "v1")``; typed error if malformed."""
+    if not isinstance(serve, str) or not serve.strip():
+        raise ContractError(
+            f"a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got {serve!r}",
+            field="serve_with",
+        )
+    given = serve.strip()
+    key = ALIASES.get(given, given)
+    head, colon, runner = key.partition(":")
+    framework, eq, version = (s.strip() for s in head.partition("=="))
+    framework = framework.lower()
+    if framework not in ENGINES:
+        raise ContractError(
+            f"{given!r}: release answers exist for {', '.join(ENGINES)} "
+            f"(e.g. 'sglang==0.5.23', 'vllm==0.33.0:v1')",
+            field="serve_with",
+        )
+    if eq and not version:
+        raise ContractError(f"{given!r}: no version after '=='", field="serve_with")
+    runner = runner.strip().lower()
+    if colon:
+        if framework != "vllm":
+            raise ContractError(
+                f"{given!r}: only vLLM has model runners (':v1' or ':v2')", field="serve_with"
+            )
+        if runner not in RUNNERS:
+            raise ContractError(
+                f"{given!r}: the runner is 'v1' or 'v2', got {runner!r}", field="serve_with"
+            )
+    return ServeSpec(framework, version or None, runner or None, given)
+
+
+def newest_release(framework: str) -> str:
+    """The newest probed release of an engine (what its unversioned name means)."""
+    known = releases.known_releases().get(framework)
+    if not known:
+        raise ContractError(f"no probed releases of {framework}", field="serve_with")
+    return known[-1]
+
+
+# -- the prediction ---------------------------------------------------------------------------
+
+
+def predict_feed(
+    serve: str,
+    draft_config: Mapping[str, Any],
+    target_config: Mapping[str, Any],
+    *,
+    explicit_ids: Sequence[int] | None = None,
+) -> Feed:
+    """What ``serve`` feeds the drafter ``draft_config`` on ``target_config`` (raw dicts).
+
+    ``explicit_ids``: call the release's setter with these ids instead of reading the draft
+    config (how SpecForge 0.2.0 hands its resolved ids to SGLang). Raises ``ContractError`` /
+    ``ConfigError`` only for malformed input; a release, model file or code path the tables
+    cannot answer gives ``kind="unknown"``.
+    """
+    # the one reader of target config.json files (torch-free; see tests/test_architecture.py)
+    from eagle3_contracts.config.readers import read_target_config
+
+    spec = parse_serve(serve)
+    if not isinstance(draft_config, Mapping):
+        raise ContractError(
+            f"draft_config must be a mapping (the drafter's config.json), got "
+            f"{type(draft_config).__name__}",
+            field="draft_config",
+        )
+    target = read_target_config(target_config)
+    assumptions: list[str] = []
+    version = spec.version
+    if version is None:
+        version = newest_release(spec.framework)
+        assumptions.append(
+            f"unversioned {spec.framework!r} = the newest probed release "
+            f"{spec.framework}=={version}"
+        )
+    release = f"{spec.framework}=={version}"
+    if version not in releases.known_releases().get(spec.framework, ()):
+        known = ", ".join(releases.known_releases().get(spec.framework, ()))
+        return _unknown(
+            release,
+            spec.runner,
+            "",
+            f"{release} has not been probed (known: {known}); probe it with `python -m "
+            f"eagle3_contracts.probe refresh --release {release}`",
+            assumptions,
+        )
+    table = releases.load_table(spec.framework, version)
+    ctx = _Context(spec, release, table, target, draft_config, assumptions)
+    return ctx.run(explicit_ids)
+
+
+@dataclass
+class _Context:
+    spec: ServeSpec
+    release: str
+    table: dict[str, Any]
+    target: Any  # TargetConfig
+    draft: Mapping[str, Any]
+    assumptions: list[str]
+    notes: list[str] = field(default_factory=list)
+    runner: str | None = None
+    model_file: str = ""
+    entry: str = ""
+
+    # -- steps ------------------------------------------------------------------------------
+    def run(self, explicit_ids: Sequence[int] | None) -> Feed:
+        found = self._entry_class()
+        if isinstance(found, Feed):
+            return found
+        self.entry = found
+        row = self.table["classes"][found]
+        self.model_file = row["file"]
+        if self.spec.framework == "vllm":
+            runner = self._runner()
+            if isinstance(runner, Feed):
+                return runner
+            self.runner = runner
+        problems = list(row["needs_reading"])
+        rule = row["selection"].get("rule")
+        if rule not in _RULES:
+            problems.append(f"selection rule {rule!r} is not one the predictor knows")
+        placement = _placement(self.table, row)
+        if placement is None or placement.get("boundary_minus_element") != 0:
+            problems.append(f"capture placement not boundary-exact: {row['placement']}")
+        if problems:
+            return self._unknown("; ".join(problems), self._class_source(row))
+        use_aux, use_aux_src = self._use_aux()
+        if not use_aux:
+            return self._feed(
+                "segments",
+                (),
+                None,
+                None,
+                f"{use_aux_src}; no aux hidden states: the drafter gets the target's final "
+                "hidden state (width H)",
+                final_state=True,
+            )
+        if explicit_ids is not None:
+            native: tuple[int, ...] | None = tuple(explicit_ids)
+            ids_source = "explicit"
+            reader_src = "ids handed to the setter by the caller"
+            read_path: str | None = None
+        else:
+            found_ids = self._read_ids()
+            if isinstance(found_ids, Feed):
+                return found_ids
+            native, ids_source, reader_src, read_path = found_ids
+        n = self.target.num_layers
+        if native is None:
+            default = _DEFAULTS.get(row["selection"].get("default") or "")
+            if default is None:
+                return self._unknown(
+                    f"no-ids default {row['selection'].get('default')!r} unknown",
+                    self._class_source(row),
+                )
+            elements = default(n)
+            if rule == "sorted_set":
+                elements = sorted(set(elements))
+            self.notes.append(
+                f"no ids where {self.release} reads them ({reader_src}): its default "
+                f"{row['selection']['default']} = {elements} (loop indices / boundaries)"
+            )
+        else:
+            elements = _RULES[rule](list(native), n)
+        crash, collected = self._capture(elements, placement, n)
+        width_states = self._fc_width()
+        source = f"{self._class_source(row)}; {reader_src}; {_placement_source(placement)}"
+        if crash is not None:
+            return self._feed(
+                "crash", (), width_states, "embedding-residual-none", f"{crash}; {source}",
+                native=native, ids_source=ids_source, read_path=read_path,
+            )  # fmt: skip
+        canonical = tuple(b - 1 for b in collected)
+        if len(canonical) != width_states:
+            self.notes.append(
+                f"the drafter's fc takes {width_states} states ({FC_WIDTH_SOURCES[self.spec.framework]}), "
+                f"the target collects {len(canonical)}: shape error at the first speculative step"
+            )
+            return self._feed(
+                "crash", canonical, width_states, "fc-width-mismatch", source,
+                native=native, ids_source=ids_source, read_path=read_path,
+            )  # fmt: skip
+        return self._feed(
+            "segments", canonical, width_states, None, source,
+            native=native, ids_source=ids_source, read_path=read_path,
+        )  # fmt: skip
+
+    def _entry_class(self) -> str | Feed:
+        table, target = self.table, self.target
+        archs: Mapping[str, str] = table["architectures"]
+        unsupported: Mapping[str, str] = table.get("unsupported_architectures", {})
+        for arch in target.architectures:
+            wrapped = releases.WRAPPER_ARCHITECTURES.get(arch)
+            if wrapped and wrapped in archs:
+                self.assumptions.append(f"{arch} delegates capture to its language model {wrapped}")
+                return archs[wrapped]
+            if arch in archs:
+                return archs[arch]
+            if arch in unsupported:
+                where = unsupported[arch]
+                return self._feed_unsupported(
+                    where,
+                    f"{where}: {arch} is registered by {self.release} without EAGLE-3 support "
+                    f"({_why_unsupported(self.spec.framework)})",
+                )
+        try:
+            return releases.model_file_for(
+                table, model_type=target.model_type, architectures=target.architectures
+            )
+        except ContractError:
+            pass
+        if target.text_model_type:
+            try:
+                key = releases.model_file_for(table, model_type=target.text_model_type)
+            except ContractError:
+                key = None
+            if key is not None:
+                self.assumptions.append(
+                    f"model file chosen from text_config.model_type {target.text_model_type!r}"
+                )
+                return key
+        given = ", ".join(target.architectures) or target.model_type or "no architectures"
+        return self._unknown(
+            f"{self.release} has no probed model file for {given}: the target's class is not "
+            "in the release's registry table (give the target's config.json with architectures)",
+            f"goldens/registry/{self.spec.framework}-{self.table['version']}.json architectures",
+        )
+
+    def _runner(self) -> str | Feed:
+        rule = self.table.get("runner")
+        if self.spec.runner:
+            if rule is not None and self.spec.runner not in rule.get("available", RUNNERS):
+                return self._unknown(
+                    f"{self.release} has no model runner {self.spec.runner}",
+                    rule.get("source", ""),
+                )
+            return self.spec.runner
+        if rule is None:
+            return self._unknown(
+                f"{self.release}: the default model runner was not probed (name it: "
+                f"'{self.release}:v1' or ':v2')",
+                f"goldens/registry/vllm-{self.table['version']}.json runner",
+            )
+        default = rule["default"]
+        if default == "v2-for-architectures":
+            archs = set(rule.get("v2_architectures", ()))
+            hit = [a for a in self.target.architectures if a in archs]
+            moe = self.target.is_moe
+            quant = self.target.quantized
+            runner = "v2" if hit and not moe and not quant else "v1"
+            why = (
+                f"V2 only for {sorted(archs)} when dense and unquantised; this target: "
+                f"{', '.join(self.target.architectures) or '?'}"
+                + (", MoE" if moe else "")
+                + (", quantised" if quant else "")
+            )
+        else:
+            runner = default
+            why = rule.get("assumes", "")
+        self.assumptions.append(
+            f"runner {runner} (the release's default: {why}; {rule.get('source', '')}); name "
+            f"another with '{self.release}:v1' or ':v2'"
+        )
+        return runner
+
+    def _use_aux(self) -> tuple[bool, str]:
+        eagle = self.draft.get("eagle_config")
+        value = eagle.get("use_aux_hidden_state", True) if isinstance(eagle, Mapping) else True
+        if value is False:
+            return False, (
+                f"eagle_config.use_aux_hidden_state = false ({USE_AUX_SOURCES[self.spec.framework]})"
+            )
+        return True, ""
+
+    def _reader(self) -> dict[str, Any] | None:
+        readers = self.table["id_source"]["readers"]
+        evaluated = [r for r in readers if "precedence" in r]
+        if self.spec.framework == "vllm":
+            want = "eagle3_utils.py" if self.runner == "v2" else "gpu_model_runner.py"
+            for r in evaluated:
+                if r["file"].endswith(want):
+                    return r
+            return None
+        return evaluated[0] if evaluated else None
+
+    def _read_ids(
+        self,
+    ) -> tuple[tuple[int, ...] | None, str, str, str | None] | Feed:
+        reader = self._reader()
+        if reader is None:
+            return self._unknown(
+                f"no evaluated draft-config reader for {self.release}"
+                + (f" runner {self.runner}" if self.runner else ""),
+                f"goldens/registry/{self.spec.framework}-{self.table['version']}.json id_source",
+            )
+        where = f"{reader['file']}:{reader['line']} {reader['function']}"
+        precedence: list[str] = reader["precedence"]
+        read_path = precedence[0] if precedence else None
+        if self.spec.framework == "sglang":
+            return (*self._read_sglang(precedence, where), read_path)
+        for path in precedence:
+            value = _at(self.draft, path)
+            if value and isinstance(value, (list, tuple)):
+                return _int_tuple(value, path), path, f"{where} reads {path}", read_path
+        ignored = [p for p in (TOP, NESTED) if p not in precedence and _at(self.draft, p)]
+        if ignored:
+            self.notes.append(
+                f"the ids at {', '.join(ignored)} are ignored by {self.release}"
+                + (f" runner {self.runner}" if self.runner else "")
+                + f" ({where} reads {' then '.join(precedence)})"
+            )
+        return None, "default", f"{where} reads {' then '.join(precedence)}", read_path
+
+    def _read_sglang(self, precedence: list[str], where: str) -> tuple[Any, str, str]:
+        # eagle_config["eagle_aux_hidden_state_layer_ids"] inside try/except: a missing
+        # eagle_config or key means None (the default); the value is passed on as is.
+        for path in precedence:
+            head, _, key = path.rpartition(".")
+            section = self.draft.get(head) if head else self.draft
+            if isinstance(section, Mapping) and key in section and section[key] is not None:
+                return _int_tuple(section[key], path), path, f"{where} reads {path}"
+        if _at(self.draft, TOP) and TOP not in precedence:
+            self.notes.append(
+                f"the top-level {TOP} is ignored by {self.release} ({where} reads "
+                f"{' then '.join(precedence)})"
+            )
+        return None, "default", f"{where} reads {' then '.join(precedence)}"
+
+    def _capture(
+        self, elements: Sequence[int], placement: Mapping[str, Any], n: int
+    ) -> tuple[str | None, tuple[int, ...]]:
+        """Boundaries collected (ascending, once each), or the crash the capture raises."""
+        spans = [_span(s, n) for s in placement.get("elements", [])]
+        wanted = sorted(set(elements))
+        embedding = placement.get("embedding", "")
+        if 0 in wanted and embedding.startswith("raises"):
+            return f"loop index 0 asked: {embedding}", ()
+        got = []
+        for e in wanted:
+            if any(lo <= e <= hi for lo, hi in spans):
+                got.append(e)
+            else:
+                self.notes.append(
+                    f"loop index / boundary {e} is never reached by {self.model_file} "
+                    f"(it captures {', '.join(placement.get('elements', []))} for L = {n}): "
+                    "silently not collected"
+                )
+        if len(got) != len(elements):
+            dupes = len(elements) - len(wanted)
+            if dupes:
+                self.notes.append(f"{dupes} duplicate id(s): each layer is collected once")
+        if list(elements) != sorted(elements):
+            self.notes.append("collected in layer order (ascending), not in the listed order")
+        return None, tuple(got)
+
+    def _fc_width(self) -> int:
+        num = self.draft.get("num_aux_hidden_states")
+        if isinstance(num, int) and not isinstance(num, bool):
+            return num
+        eagle = self.draft.get("eagle_config")
+        ids = eagle.get(TOP) if isinstance(eagle, Mapping) else None
+        return len(ids) if ids else 3
+
+    # -- results ----------------------------------------------------------------------------
+    def _class_source(self, row: Mapping[str, Any]) -> str:
+        chain = " -> ".join(row.get("chain", [])) or self.entry
+        return f"{self.release} {chain}"
+
+    def _feed(
+        self,
+        kind: Kind,
+        canonical: tuple[int, ...],
+        width_states: int | None,
+        crash: str | None,
+        source: str,
+        *,
+        final_state: bool = False,
+        native: tuple[int, ...] | None = None,
+        ids_source: str = "",
+        read_path: str | None = None,
+    ) -> Feed:
+        return Feed(
+            kind=kind,
+            canonical=canonical,
+            width_states=width_states,
+            crash=crash,
+            release=self.release,
+            runner=self.runner,
+            model_file=self.model_file,
+            source=source,
+            assumptions=tuple(self.assumptions),
+            final_state=final_state,
+            native_ids=native,
+            ids_source=ids_source,
+            entry_class=self.entry,
+            notes=tuple(self.notes),
+            read_path=read_path,
+        )
+
+    def _feed_unsupported(self, where: str, source: str) -> Feed:
+        self.model_file = where.split(":", 1)[0]
+        self.entry = where
+        return self._feed("unsupported", (), None, None, source)
+
+    def _unknown(self, why: str, source: str) -> Feed:
+        self.notes.append(why)
+        return self._feed("unknown", (), None, None, source)
+
+
+def _unknown(
+    release: str, runner: str | None, model_file: str, why: str, assumptions: list[str]
+) -> Feed:
+    return Feed(
+        kind="unknown",
+        canonical=(),
+        width_states=None,
+        crash=None,
+        release=release,
+        runner=runner,
+        model_file=model_file,
+        source=why,
+        assumptions=tuple(assumptions),
+        notes=(why,),
+    )
+
+
+def _why_unsupported(framework: str) -> str:
+    if framework == "vllm":
+        return (
+            "its class does not implement SupportsEagle3 (vllm/v1/worker/gpu/spec_decode/eagle/"
+            "eagle3_utils.py set_eagle3_aux_hidden_state_layers raises 'Model does not support "
+            "EAGLE3 interface')"
+        )
+    return (
+        "its class has no set_eagle3_layers_to_capture (sglang 0.5.23 model_runner_components/"
+        "attention_backend_setup.py:55-59 raises ValueError; 0.5.14 model_runner.py:1009 "
+        "calls it unguarded)"
+    )
+
+
+# -- the vocabulary of the probe tables -------------------------------------------------------
+
+_RULES: dict[str, Any] = {
+    "identity": lambda ids, n: list(ids),
+    "plus_one": lambda ids, n: [v + 1 for v in ids],
+    "plus_one_if_first_is_one": lambda ids, n: (
+        [v + 1 for v in ids] if ids and ids[0] == 1 else list(ids)
+    ),
+    "identity_if_max_is_L_else_plus_one": lambda ids, n: (
+        list(ids) if ids and max(ids) == n else [v + 1 for v in ids]
+    ),
+    "sorted_set": lambda ids, n: sorted(set(ids)),
+}
+"""Probed selection rules (``probe.selection.SET_RULES``): explicit ids -> capture elements."""
+
+_DEFAULTS: dict[str, Any] = {
+    "2,L//2,L-3": lambda n: [2, n // 2, n - 3],
+    "1,L//2-1,L-4": lambda n: [1, n // 2 - 1, n - 4],
+    "3,L//2+1,L-2": lambda n: [3, n // 2 + 1, n - 2],
+}
+"""Probed no-ids defaults (``probe.selection.DEFAULT_RULES``), as capture elements."""
+
+
+def _placement(table: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any] | None:
+    ref = row["placement"]
+    if "ambiguous" in ref:
+        return None
+    summary = table["model_files"][ref["file"]]["placement"][ref["forward"]]
+    return {**summary, "file": ref["file"], "forward": ref["forward"]}
+
+
+def _placement_source(placement: Mapping[str, Any]) -> str:
+    lines = ", ".join(str(s["line"]) for s in placement.get("sites", []))
+    return f"capture in {placement['file']} {placement['forward']} (lines {lines})"
+
+
+def _span(text: str, n: int) -> tuple[int, int]:
+    lo, _, hi = text.partition("..")
+    return _bound(lo, n), _bound(hi or lo, n)
+
+
+def _bound(text: str, n: int) -> int:
+    text = text.strip()
+    if text.startswith("L"):
+        return n - int(text[2:]) if "-" in text else n
+    return int(text)
+
+
+def _at(data: Mapping[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _int_tuple(value: Any, path: str) -> tuple[int, ...]:
+    if not isinstance(value, (list, tuple)) or any(
+        isinstance(v, bool) or not isinstance(v, int) for v in value
+    ):
+        raise ContractError(
+            f"{path} must be a list of integer layer ids, got {value!r}", field=path
+        )
+    return tuple(value)
