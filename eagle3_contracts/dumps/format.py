@@ -40,6 +40,7 @@ FORMAT = "eagle3-contracts.dump/1"
 """Value of the ``format`` metadata key; bumped on incompatible changes."""
 
 Layout = Literal["concatenated", "segments", "per_layer"]
+_LAYOUTS: tuple[Layout, ...] = ("concatenated", "segments", "per_layer")
 
 CONCATENATED_NAME = "hidden_states"
 INPUT_IDS_NAME = "input_ids"
@@ -133,6 +134,51 @@ def write_dump(
 
     path = Path(path)
     source = str(path)
+    ids = _check_write_claim(path, layer_ids, convention, system)
+    layout, tensors, hidden_size = _layout_tensors(captured, ids, hidden_size, source)
+    _check_captured_tensors(tensors, source)
+    if layout != "concatenated" and hidden_size is None and tensors:
+        hidden_size = int(next(iter(tensors.values())).shape[-1])
+    if not isinstance(input_ids, torch.Tensor):
+        raise DumpError(
+            f"input_ids must be a torch.Tensor, got {type(input_ids).__name__}", source=source
+        )
+    dtypes = {_dtype_name(t) for t in tensors.values()}
+    if len(dtypes) > 1:
+        raise DumpError(
+            f"captured tensors mix dtypes {sorted(dtypes)}; convert them to one dtype",
+            source=source,
+        )
+    names = list(tensors)
+    metadata = {
+        "format": FORMAT,
+        "layer_ids": json.dumps(list(ids)),
+        "convention": convention,
+        "system": system,
+        "dtype": _dtype_name(next(iter(tensors.values()))) if tensors else "?",
+        "hidden_size": str(hidden_size),
+        "layout": layout,
+        "segments": json.dumps(names),
+    }
+    _add_extra_metadata(metadata, extra_metadata or {}, source)
+    stored = {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
+    stored[INPUT_IDS_NAME] = input_ids.detach().to("cpu").contiguous()
+    _build(stored, metadata, source)  # refuse to write what read_dump would refuse
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(stored, str(path), metadata=metadata)
+    return path
+
+
+def _dtype_name(tensor: torch.Tensor) -> str:
+    """``torch.bfloat16`` -> ``"bfloat16"``."""
+    return str(tensor.dtype).removeprefix("torch.")
+
+
+def _check_write_claim(
+    path: Path, layer_ids: Sequence[int], convention: str, system: str
+) -> tuple[int, ...]:
+    """The file name and the claim (ids, convention, system) of a dump about to be written."""
+    source = str(path)
     if path.suffix.lower() in _REFUSED_SUFFIXES:
         raise DumpError(
             f"dumps are safetensors files; {path.suffix!r} is a pickle-based extension: "
@@ -146,10 +192,19 @@ def write_dump(
         raise DumpError(
             "system must be a non-empty string saying who captured the states", source=source
         )
+    return ids
 
-    tensors: dict[str, torch.Tensor]
+
+def _layout_tensors(
+    captured: torch.Tensor | Sequence[torch.Tensor] | Mapping[str, torch.Tensor],
+    ids: tuple[int, ...],
+    hidden_size: int | None,
+    source: str,
+) -> tuple[Layout, dict[str, torch.Tensor], int | None]:
+    """The layout ``captured`` is written in, its tensors by name, and the hidden size if known."""
+    import torch
+
     if isinstance(captured, torch.Tensor):
-        layout: Layout = "concatenated"
         if captured.dim() < 1:
             raise DumpError("captured must be a [B, T, k*H] or [T, k*H] tensor", source=source)
         if hidden_size is None:
@@ -161,9 +216,8 @@ def write_dump(
                     source=source,
                 )
             hidden_size = width // len(ids)
-        tensors = {CONCATENATED_NAME: captured}
-    elif isinstance(captured, Mapping):
-        layout = "per_layer"
+        return "concatenated", {CONCATENATED_NAME: captured}, hidden_size
+    if isinstance(captured, Mapping):
         tensors = dict(captured)
         for name in tensors:
             if not isinstance(name, str) or not _PER_LAYER_NAME.match(name):
@@ -171,9 +225,18 @@ def write_dump(
                     f"per-layer tensor name {name!r} must look like 'layer3' (layer + number)",
                     source=source,
                 )
-    else:
-        layout = "segments"
-        tensors = {f"{CONCATENATED_NAME}.{i}": t for i, t in enumerate(captured)}
+        return "per_layer", tensors, hidden_size
+    return (
+        "segments",
+        {f"{CONCATENATED_NAME}.{i}": t for i, t in enumerate(captured)},
+        hidden_size,
+    )
+
+
+def _check_captured_tensors(tensors: Mapping[str, Any], source: str) -> None:
+    """Every captured state is a floating-point ``torch.Tensor``."""
+    import torch
+
     for name, tensor in tensors.items():
         if not isinstance(tensor, torch.Tensor):
             raise DumpError(
@@ -182,35 +245,14 @@ def write_dump(
             )
         if not tensor.dtype.is_floating_point:
             raise DumpError(
-                f"captured tensor {name!r} has dtype {str(tensor.dtype).removeprefix('torch.')}; "
+                f"captured tensor {name!r} has dtype {_dtype_name(tensor)}; "
                 f"hidden states must be one of ({', '.join(FLOAT_DTYPES)})",
                 source=source,
             )
-    if layout != "concatenated" and hidden_size is None and tensors:
-        hidden_size = int(next(iter(tensors.values())).shape[-1])
-    if not isinstance(input_ids, torch.Tensor):
-        raise DumpError(
-            f"input_ids must be a torch.Tensor, got {type(input_ids).__name__}", source=source
-        )
-    dtypes = {str(t.dtype).removeprefix("torch.") for t in tensors.values()}
-    if len(dtypes) > 1:
-        raise DumpError(
-            f"captured tensors mix dtypes {sorted(dtypes)}; convert them to one dtype",
-            source=source,
-        )
-    names = list(tensors)
-    dtype = str(next(iter(tensors.values())).dtype).removeprefix("torch.") if tensors else "?"
-    metadata = {
-        "format": FORMAT,
-        "layer_ids": json.dumps(list(ids)),
-        "convention": convention,
-        "system": system,
-        "dtype": dtype,
-        "hidden_size": str(hidden_size),
-        "layout": layout,
-        "segments": json.dumps(names),
-    }
-    for key, value in (extra_metadata or {}).items():
+
+
+def _add_extra_metadata(metadata: dict[str, str], extra: Mapping[str, str], source: str) -> None:
+    for key, value in extra.items():
         if key in metadata:
             raise DumpError(f"extra_metadata may not override {key!r}", source=source)
         if not isinstance(key, str) or not isinstance(value, str):
@@ -218,12 +260,6 @@ def write_dump(
                 f"extra_metadata must map str to str, got {key!r}: {value!r}", source=source
             )
         metadata[key] = value
-    stored = {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
-    stored[INPUT_IDS_NAME] = input_ids.detach().to("cpu").contiguous()
-    _build(stored, metadata, source)  # refuse to write what read_dump would refuse
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(stored, str(path), metadata=metadata)
-    return path
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -324,6 +360,39 @@ def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], sou
     import torch
 
     meta = dict(metadata)
+    layer_ids, names, layout, hidden_size = _check_metadata(meta, source)
+    ids = _check_input_ids(tensors, source)
+    states = _named_states(tensors, names, meta["dtype"], source)
+    if layout == "concatenated":
+        names, states = _split_concatenated(names, states, hidden_size, layer_ids, source)
+    else:
+        _check_segment_widths(names, states, hidden_size, layer_ids, source)
+    for name, t in zip(names, states, strict=True):
+        _check_state_values(name, t, ids, source)
+    batched = ids.dim() == 2
+    if not batched:
+        ids = ids.unsqueeze(0)
+        states = [t.unsqueeze(0) for t in states]
+    return Dump(
+        source=source,
+        segments=tuple(states),
+        names=tuple(names),
+        input_ids=ids.to(torch.long),
+        layer_ids=layer_ids,
+        convention=meta["convention"],
+        system=meta["system"],
+        hidden_size=hidden_size,
+        dtype=meta["dtype"],
+        layout=layout,
+        batched=batched,
+        metadata=meta,
+    )
+
+
+def _check_metadata(
+    meta: Mapping[str, str], source: str
+) -> tuple[tuple[int, ...], list[str], Layout, int]:
+    """The metadata keys: return the claimed ids, segment names, layout and hidden size."""
     missing = [key for key in METADATA_KEYS if key not in meta]
     if missing:
         wanted = "; ".join(f"{key}: {METADATA_KEYS[key]}" for key in missing)
@@ -343,12 +412,7 @@ def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], sou
             f"metadata segments must be a non-empty JSON list of tensor names, got {names!r}",
             source=source,
         )
-    layout = meta["layout"]
-    if layout not in ("concatenated", "segments", "per_layer"):
-        raise DumpError(
-            f"metadata layout {layout!r} is not concatenated, segments or per_layer",
-            source=source,
-        )
+    layout = _check_layout(meta["layout"], source)
     try:
         hidden_size = int(meta["hidden_size"])
     except ValueError:
@@ -367,8 +431,23 @@ def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], sou
     for key in ("convention", "system"):
         if not meta[key].strip():
             raise DumpError(f"metadata {key} is empty ({METADATA_KEYS[key]})", source=source)
+    return layer_ids, names, layout, hidden_size
 
-    # -- input ids ---------------------------------------------------------------------
+
+def _check_layout(layout: str, source: str) -> Layout:
+    for known in _LAYOUTS:
+        if layout == known:
+            return known
+    raise DumpError(
+        f"metadata layout {layout!r} is not concatenated, segments or per_layer",
+        source=source,
+    )
+
+
+def _check_input_ids(tensors: Mapping[str, torch.Tensor], source: str) -> torch.Tensor:
+    """The ``input_ids`` tensor: present, integer, ``[T]`` or ``[B, T]``, non-negative."""
+    import torch
+
     if INPUT_IDS_NAME not in tensors:
         raise DumpError(
             f"no {INPUT_IDS_NAME!r} tensor: the target must be re-run on the same tokens",
@@ -377,8 +456,7 @@ def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], sou
     ids = tensors[INPUT_IDS_NAME]
     if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
         raise DumpError(
-            f"input_ids has dtype {str(ids.dtype).removeprefix('torch.')}; token ids must be "
-            f"integers (int64)",
+            f"input_ids has dtype {_dtype_name(ids)}; token ids must be integers (int64)",
             source=source,
         )
     if ids.dim() not in (1, 2) or ids.numel() == 0:
@@ -388,12 +466,17 @@ def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], sou
         )
     if int(ids.min()) < 0:
         raise DumpError(f"input_ids has a negative token id {int(ids.min())}", source=source)
+    return ids
 
-    # -- the states ----------------------------------------------------------------------
-    missing_t = [n for n in names if n not in tensors]
-    if missing_t:
+
+def _named_states(
+    tensors: Mapping[str, torch.Tensor], names: list[str], dtype: str, source: str
+) -> list[torch.Tensor]:
+    """The state tensors metadata lists, in its order: all there, no strays, all ``dtype``."""
+    missing = [n for n in names if n not in tensors]
+    if missing:
         raise DumpError(
-            f"metadata lists segment tensor(s) {missing_t} the file does not hold "
+            f"metadata lists segment tensor(s) {missing} the file does not hold "
             f"(it holds {sorted(tensors)})",
             source=source,
         )
@@ -405,97 +488,100 @@ def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], sou
         )
     states = [tensors[n] for n in names]
     for name, t in zip(names, states, strict=True):
-        dtype = str(t.dtype).removeprefix("torch.")
-        if dtype not in FLOAT_DTYPES:
+        found = _dtype_name(t)
+        if found not in FLOAT_DTYPES:
             raise DumpError(
-                f"tensor {name!r} has dtype {dtype}; hidden states must be one of "
+                f"tensor {name!r} has dtype {found}; hidden states must be one of "
                 f"({', '.join(FLOAT_DTYPES)})",
                 source=source,
             )
-        if dtype != meta["dtype"]:
+        if found != dtype:
             raise DumpError(
-                f"tensor {name!r} is {dtype} but metadata dtype says {meta['dtype']}; "
+                f"tensor {name!r} is {found} but metadata dtype says {dtype}; "
                 f"rewrite the dump so they agree",
                 source=source,
             )
-    if layout == "concatenated":
-        if names != [CONCATENATED_NAME]:
-            raise DumpError(
-                f"a concatenated dump holds one tensor {CONCATENATED_NAME!r}, metadata lists "
-                f"{names}",
-                source=source,
-            )
-        whole = states[0]
-        width = int(whole.shape[-1]) if whole.dim() else 0
-        if width % hidden_size:
-            raise DumpError(
-                f"hidden_states width {width} is not a multiple of hidden_size {hidden_size} "
-                f"({width / hidden_size:.2f} segments): wrong hidden_size or a corrupted capture",
-                source=source,
-            )
-        if width // hidden_size != len(layer_ids):
-            raise DumpError(
-                f"hidden_states holds {width // hidden_size} segments of {hidden_size} but "
-                f"{len(layer_ids)} layer ids are claimed {list(layer_ids)}",
-                source=source,
-            )
-        states = list(whole.split(hidden_size, dim=-1))
-        names = [
-            f"{CONCATENATED_NAME}[{i * hidden_size}:{(i + 1) * hidden_size}]"
-            for i in range(len(states))
-        ]
-    else:
-        if len(states) != len(layer_ids):
-            raise DumpError(
-                f"{len(states)} segment tensors but {len(layer_ids)} layer ids claimed "
-                f"{list(layer_ids)}",
-                source=source,
-            )
-        for name, t in zip(names, states, strict=True):
-            if t.dim() == 0 or int(t.shape[-1]) != hidden_size:
-                raise DumpError(
-                    f"segment {name!r} has shape {list(t.shape)}, width must be hidden_size "
-                    f"{hidden_size}",
-                    source=source,
-                )
+    return states
+
+
+def _split_concatenated(
+    names: list[str],
+    states: list[torch.Tensor],
+    hidden_size: int,
+    layer_ids: tuple[int, ...],
+    source: str,
+) -> tuple[list[str], list[torch.Tensor]]:
+    """Split the one ``hidden_states`` tensor into its segments, named by their columns."""
+    if names != [CONCATENATED_NAME]:
+        raise DumpError(
+            f"a concatenated dump holds one tensor {CONCATENATED_NAME!r}, metadata lists {names}",
+            source=source,
+        )
+    whole = states[0]
+    width = int(whole.shape[-1]) if whole.dim() else 0
+    if width % hidden_size:
+        raise DumpError(
+            f"hidden_states width {width} is not a multiple of hidden_size {hidden_size} "
+            f"({width / hidden_size:.2f} segments): wrong hidden_size or a corrupted capture",
+            source=source,
+        )
+    if width // hidden_size != len(layer_ids):
+        raise DumpError(
+            f"hidden_states holds {width // hidden_size} segments of {hidden_size} but "
+            f"{len(layer_ids)} layer ids are claimed {list(layer_ids)}",
+            source=source,
+        )
+    parts = list(whole.split(hidden_size, dim=-1))
+    columns = [
+        f"{CONCATENATED_NAME}[{i * hidden_size}:{(i + 1) * hidden_size}]" for i in range(len(parts))
+    ]
+    return columns, parts
+
+
+def _check_segment_widths(
+    names: list[str],
+    states: list[torch.Tensor],
+    hidden_size: int,
+    layer_ids: tuple[int, ...],
+    source: str,
+) -> None:
+    """One segment tensor per claimed id, each ``hidden_size`` wide."""
+    if len(states) != len(layer_ids):
+        raise DumpError(
+            f"{len(states)} segment tensors but {len(layer_ids)} layer ids claimed "
+            f"{list(layer_ids)}",
+            source=source,
+        )
     for name, t in zip(names, states, strict=True):
-        if tuple(t.shape[:-1]) != tuple(ids.shape):
-            tokens = ids.shape[-1]
+        if t.dim() == 0 or int(t.shape[-1]) != hidden_size:
             raise DumpError(
-                f"token count mismatch: segment {name!r} has leading shape {list(t.shape[:-1])} "
-                f"but input_ids is {list(ids.shape)} ({tokens} tokens); dump the states of "
-                f"every input token (e.g. CaptureHiddenMode.FULL), not only sampled positions",
+                f"segment {name!r} has shape {list(t.shape)}, width must be hidden_size "
+                f"{hidden_size}",
                 source=source,
             )
-        finite = torch.isfinite(t)
-        if not bool(finite.all()):
-            bad = int((~finite).sum())
-            kinds = [
-                k for k, m in (("NaN", torch.isnan(t)), ("inf", torch.isinf(t))) if bool(m.any())
-            ]
-            raise DumpError(
-                f"segment {name!r} holds {bad} non-finite value(s) ({'/'.join(kinds)}): "
-                f"the capture overflowed or read uninitialised memory",
-                source=source,
-            )
-    batched = ids.dim() == 2
-    if not batched:
-        ids = ids.unsqueeze(0)
-        states = [t.unsqueeze(0) for t in states]
-    return Dump(
-        source=source,
-        segments=tuple(states),
-        names=tuple(names),
-        input_ids=ids.to(torch.long),
-        layer_ids=layer_ids,
-        convention=meta["convention"],
-        system=meta["system"],
-        hidden_size=hidden_size,
-        dtype=meta["dtype"],
-        layout=layout,  # type: ignore[arg-type]
-        batched=batched,
-        metadata=meta,
-    )
+
+
+def _check_state_values(name: str, t: torch.Tensor, ids: torch.Tensor, source: str) -> None:
+    """A segment covers every input token and holds only finite values."""
+    import torch
+
+    if tuple(t.shape[:-1]) != tuple(ids.shape):
+        tokens = ids.shape[-1]
+        raise DumpError(
+            f"token count mismatch: segment {name!r} has leading shape {list(t.shape[:-1])} "
+            f"but input_ids is {list(ids.shape)} ({tokens} tokens); dump the states of "
+            f"every input token (e.g. CaptureHiddenMode.FULL), not only sampled positions",
+            source=source,
+        )
+    finite = torch.isfinite(t)
+    if not bool(finite.all()):
+        bad = int((~finite).sum())
+        kinds = [k for k, m in (("NaN", torch.isnan(t)), ("inf", torch.isinf(t))) if bool(m.any())]
+        raise DumpError(
+            f"segment {name!r} holds {bad} non-finite value(s) ({'/'.join(kinds)}): "
+            f"the capture overflowed or read uninitialised memory",
+            source=source,
+        )
 
 
 def _check_claim(layer_ids: Any, source: str) -> tuple[int, ...]:
@@ -523,12 +609,6 @@ def _json(meta: Mapping[str, str], key: str, source: str) -> Any:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
-
-
-def per_layer_number(name: str) -> int | None:
-    """``"layer31"`` -> 31 (the number a per-layer tensor name carries), else ``None``."""
-    match = _PER_LAYER_NAME.match(name)
-    return int(match.group(1)) if match else None
 
 
 __all__ = [
