@@ -1,0 +1,89 @@
+"""``eagle3-contracts stamp``: record the canonical contract a drafter was trained on.
+
+``stamp DRAFT --trained-with X --target T`` resolves the drafter's ids with the trainer's
+convention ``X`` on the target ``T`` and writes the result (canonical ids in the trained
+order, depth, width, trainer) as the ``eagle3_contract`` block of ``DRAFT/config.json``
+(see ``eagle3_contracts.stamp`` for the format and why it lives there). ``--show`` prints
+the current stamp without writing. ``check``, ``diagnose`` and the vLLM guard read the stamp
+first. Exit 0 on success, 2 on bad input. torch is never imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+COMMAND = "stamp"
+HELP = "record the canonical contract a drafter was trained on in its config.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("draft", metavar="DRAFT", help="the drafter directory (or its config.json)")
+    parser.add_argument(
+        "--trained-with",
+        metavar="SYSTEM",
+        help="the trainer's convention or release (e.g. specforge); required unless --show",
+    )
+    parser.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing stamp that differs"
+    )
+    parser.add_argument("--show", action="store_true", help="print the stamp, write nothing")
+    parser.add_argument("--json", action="store_true", help="print the stamp block as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import eagle3_contracts
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.config.plan import resolve
+    from eagle3_contracts.config.readers import read_draft_config, read_target_config
+    from eagle3_contracts.stamp import Stamp, read_stamp, write_stamp
+
+    current = read_stamp(args.draft)
+    if args.show:
+        if current is None:
+            print(f"{args.draft}: not stamped")
+            return 0
+        print(json.dumps(current.to_dict(), indent=2) if args.json else current.describe())
+        return 0
+    if not args.trained_with or not args.target:
+        raise UsageError("stamp needs --trained-with SYSTEM and --target CONFIG (or --show)")
+    from pathlib import Path
+
+    draft_path = Path(args.draft)
+    config_path = draft_path / "config.json" if draft_path.is_dir() else draft_path
+    draft = read_draft_config(config_path)
+    target = read_target_config(args.target)
+    plan = resolve(draft, target, args.trained_with)
+    if plan.refused:
+        raise UsageError(f"{args.trained_with} refuses this drafter config: {plan.refused}")
+    if plan.non_canonical or not plan.layer_ids:
+        raise UsageError(
+            f"{args.trained_with} feeds this drafter {plan.describe()}: no canonical contract "
+            f"can be stamped"
+        )
+    stamp = Stamp(
+        layer_ids=plan.layer_ids,
+        num_layers=plan.num_layers,
+        hidden_size=plan.hidden_size,
+        order="as_listed",
+        trained_with=args.trained_with,
+        native_ids=plan.native_ids,
+        ids_source=plan.ids_source,
+        target={
+            "model_type": target.model_type,
+            "architectures": list(target.architectures),
+        },
+        stamped_by=f"eagle3-contracts {eagle3_contracts.__version__}",
+    )
+    if current is not None and current.layer_ids != stamp.layer_ids and not args.force:
+        raise UsageError(
+            f"{config_path} is already stamped {current.describe()}; the new stamp would say "
+            f"{stamp.describe()}: pass --force to replace it"
+        )
+    written = write_stamp(config_path, stamp)
+    if args.json:
+        print(json.dumps(stamp.to_dict(), indent=2))
+    else:
+        print(f"stamped {written}: {stamp.describe()} (from {plan.ids_source})")
+    return 0

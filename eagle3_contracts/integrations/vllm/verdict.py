@@ -1,0 +1,223 @@
+"""The guard's judgement, engine-free: identify the drafter input against recorded states.
+
+The vLLM plugin records, during the first prefill, the target's own residual stream at every
+boundary (canonical ``-1`` .. ``L-1``, first ``K`` tokens) and the final-norm output; this
+module identifies each ``H``-wide segment of the drafter's ``fc`` input against those states
+with the same rules as ``eagle3_contracts.capture.identify`` (same tolerances, same
+ambiguity margin, same near misses) and turns the result into one log line. No engine import,
+so the offline suite tests it on synthetic tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from eagle3_contracts.capture.identify import (
+    DEFAULT_RTOL,
+    DELTA,
+    FINAL_NORM,
+    SHIFTED_LEFT,
+    SHIFTED_RIGHT,
+    SegmentIdentification,
+    _metrics,
+    _rel,
+    _Stats,
+    _verdict,
+)
+from eagle3_contracts.errors import ContractError, ContractViolation
+from eagle3_contracts.layer_ids import EMBEDDING, describe
+
+GUARD_MODES = ("warn", "strict")
+
+
+class WiringMismatch(ContractViolation):
+    """``EAGLE3_CONTRACTS_GUARD=strict``: the drafter is not fed what it was trained on."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The target's residual stream recorded in the first prefill (first ``K`` tokens)."""
+
+    states: Mapping[int, Tensor]  # canonical id (-1 .. L-1) -> [K, H]
+    num_layers: int
+    final_norm: Tensor | None = None  # [K, H] output of the final norm, for the near miss
+
+
+def identify_recorded(
+    captured: Tensor, recorded: Recorded, hidden_size: int, *, rtol: float | None = None
+) -> SegmentIdentification:
+    """Identify each ``hidden_size``-wide segment of ``captured`` ``[K, k*H]``."""
+    n_layers = recorded.num_layers
+    wanted = set(range(EMBEDDING, n_layers))
+    if set(recorded.states) != wanted:
+        missing = sorted(wanted - set(recorded.states))
+        raise ContractError(
+            f"recorded states must cover canonical -1 .. {n_layers - 1}; missing {missing}",
+            field="recorded",
+        )
+    if captured.dim() != 2:
+        raise ContractError(
+            f"captured must be [K, k*H], got shape {list(captured.shape)}", field="captured"
+        )
+    k, rem = divmod(int(captured.shape[-1]), hidden_size)
+    if rem or k == 0:
+        raise ContractError(
+            f"captured width {captured.shape[-1]} is not a positive multiple of {hidden_size}",
+            field="captured",
+        )
+    tokens = int(recorded.states[EMBEDDING].shape[0])
+    if int(captured.shape[0]) < tokens:
+        raise ContractError(
+            f"captured has {captured.shape[0]} tokens, the recording {tokens}", field="captured"
+        )
+    if rtol is None:
+        loosest = max(
+            (captured.dtype, recorded.states[EMBEDDING].dtype),
+            key=lambda d: DEFAULT_RTOL.get(d, 3e-2),
+        )
+        rtol, source = DEFAULT_RTOL.get(loosest, 3e-2), f"default for {loosest}"
+    else:
+        source = "given"
+    cap = captured[:tokens].unsqueeze(0)
+    segs = [cap[..., j * hidden_size : (j + 1) * hidden_size] for j in range(k)]
+    stats = [_Stats() for _ in range(k)]
+    previous: Tensor | None = None
+    for n in range(EMBEDDING, n_layers):
+        state = recorded.states[n].unsqueeze(0).to(captured.device)
+        for seg, st in zip(segs, stats, strict=True):
+            rel, cos, mx = _metrics(seg, state, None)
+            st.exact.append((rel, n, cos, mx))
+            if tokens > 1:
+                st.near.append((_rel(seg[:, 1:], state[:, :-1], None), SHIFTED_LEFT, n))
+                st.near.append((_rel(seg[:, :-1], state[:, 1:], None), SHIFTED_RIGHT, n))
+            if previous is not None:
+                st.near.append((_rel(seg, state - previous, None), DELTA, n))
+        previous = state
+    if recorded.final_norm is not None:
+        normed = recorded.final_norm.unsqueeze(0).to(captured.device)
+        for seg, st in zip(segs, stats, strict=True):
+            st.near.append((_rel(seg, normed, None), FINAL_NORM, n_layers - 1))
+    matches = tuple(_verdict(j, st, rtol, n_layers) for j, st in enumerate(stats))
+    return SegmentIdentification(matches, n_layers, hidden_size, rtol, source)
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    """What the guard concluded at the first prefill."""
+
+    status: str  # "ok", "mismatch" or "unjudged"
+    fed: tuple[int | None, ...]  # identified canonical id per segment (None: no layer)
+    expected: tuple[int, ...] | None  # the trained contract, when one is known
+    line: str  # the one log line
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _label(match_id: int | None, label: str, num_layers: int) -> str:
+    return describe(match_id, num_layers) if match_id is not None else label
+
+
+def vllm_fix(expected: Sequence[int], num_layers: int) -> str:
+    """The vLLM setting that feeds ``expected`` (vLLM reads boundaries, concatenates ascending)."""
+    if list(expected) != sorted(set(expected)):
+        return (
+            f"none in vLLM: it feeds ascending, deduplicated boundaries, the drafter was "
+            f"trained on the order {list(expected)}"
+        )
+    boundaries = [n + 1 for n in expected]
+    return (
+        f"eagle_aux_hidden_state_layer_ids = {boundaries} (top level of the drafter config), "
+        f"num_aux_hidden_states = {len(boundaries)}"
+    )
+
+
+def judge(
+    found: SegmentIdentification,
+    *,
+    expected: Sequence[int] | None,
+    claim: str,
+    fc_states: int | None,
+    where: str,
+) -> GuardVerdict:
+    """Turn an identification into the verdict line.
+
+    ``expected``: the trained canonical ids (``None``: unknown, said in ``claim``);
+    ``fc_states``: how many segments the drafter's fc was built for; ``where``:
+    ``"vllm==0.32.0:v1, llama.py:LlamaForCausalLM"``.
+    """
+    n = found.num_layers
+    fed = found.layer_ids
+    shown = ", ".join(_label(s.layer_id, s.label, n) for s in found.segments)
+    head = f"eagle3-contracts guard [{where}]"
+    width_problem = ""
+    if fc_states is not None and fc_states != len(fed):
+        width_problem = (
+            f"fc is built for {fc_states} states ({fc_states * found.hidden_size} wide) but "
+            f"receives {len(fed)} ({len(fed) * found.hidden_size}): vLLM crashes at the first "
+            f"speculative step"
+        )
+    if expected is None:
+        extra = f"; {width_problem}" if width_problem else ""
+        return GuardVerdict(
+            "unjudged",
+            fed,
+            None,
+            f"{head}: UNJUDGED: the drafter's fc receives [{shown}]; {claim}{extra}; stamp the "
+            f"drafter with `eagle3-contracts stamp DRAFT --trained-with X --target T`",
+        )
+    expected = tuple(expected)
+    problems = []
+    if width_problem:
+        problems.append(width_problem)
+    for i, want in enumerate(expected):
+        got = found.segments[i] if i < len(found.segments) else None
+        if got is None:
+            problems.append(f"segment {i} ({describe(want, n)}) is missing")
+        elif got.layer_id != want:
+            problems.append(
+                f"segment {i} is {_label(got.layer_id, got.label, n)}, trained on "
+                f"{describe(want, n)}"
+            )
+    for extra_seg in found.segments[len(expected) :]:
+        problems.append(
+            f"segment {extra_seg.position} ({_label(extra_seg.layer_id, extra_seg.label, n)}) "
+            f"was not trained on"
+        )
+    if not problems:
+        return GuardVerdict(
+            "ok",
+            fed,
+            expected,
+            f"{head}: OK: the drafter's fc receives [{shown}] = trained {list(expected)} ({claim})",
+        )
+    return GuardVerdict(
+        "mismatch",
+        fed,
+        expected,
+        f"{head}: MISMATCH: the drafter's fc receives [{shown}], trained on "
+        f"{list(expected)} ({claim}): {'; '.join(problems)}; fix: {vllm_fix(expected, n)}",
+    )
+
+
+def parse_mode(value: str | None) -> str | None:
+    """``EAGLE3_CONTRACTS_GUARD``: ``None``/empty -> off; ``warn``/``strict``; else an error."""
+    if value is None or not value.strip():
+        return None
+    mode = value.strip().lower()
+    if mode not in GUARD_MODES:
+        raise ContractError(
+            f"EAGLE3_CONTRACTS_GUARD must be one of {', '.join(GUARD_MODES)}, got {value!r}",
+            field="EAGLE3_CONTRACTS_GUARD",
+        )
+    return mode
+
+
+def as_cpu_float(t: Tensor) -> Tensor:
+    """A detached fp32 CPU copy (recorded states outlive the engine's buffers)."""
+    return t.detach().to("cpu", torch.float32, copy=True)

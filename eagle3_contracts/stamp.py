@@ -1,0 +1,266 @@
+"""The contract that travels with a drafter: a stamp in its ``config.json`` (torch-free).
+
+``eagle3-contracts stamp DRAFT --trained-with X --target T`` records what the drafter was
+trained on, in canonical ids, as one block under the key ``eagle3_contract`` of the drafter's
+own ``config.json``::
+
+    "eagle3_contract": {
+      "schema": "eagle3-contracts.stamp/1",
+      "layer_ids": [2, 30, 58],            # canonical ids, in concatenation order
+      "order": "as_listed",                 # the order above is the order trained on
+      "num_layers": 61, "hidden_size": 7168, "width": 21504,
+      "trained_with": "specforge",          # convention (or release) the ids were read with
+      "native_ids": [2, 30, 58], "ids_source": "eagle_config.eagle_aux_hidden_state_layer_ids",
+      "target": {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"]},
+      "stamped_by": "eagle3-contracts 0.1.0"
+    }
+
+Why a block in ``config.json`` and not a sidecar file: the config is the one file every copy of
+a drafter carries (hub uploads, ``snapshot_download`` filters, serving images), while a sidecar
+is easily left behind, and then a drafter silently loses its contract. Hugging Face and vLLM
+keep unknown keys: vLLM exposes the block as ``hf_config.eagle3_contract`` inside the engine,
+so the vLLM guard reads the stamp from the config the engine already loaded, with no extra
+file access in the engine process. The block is a plain JSON object under one namespaced key;
+engines ignore it.
+
+``read_stamp`` returns ``None`` for an unstamped drafter and raises ``ConfigError`` for a
+malformed stamp (a stamp that cannot be trusted is never silently ignored).
+``claim_source`` says which claim a tool uses: the stamp first, then ``--trained-with``, then
+the ``EAGLE3_CONTRACTS_TRAINED_WITH`` environment variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3_contracts.errors import ConfigError
+
+STAMP_KEY = "eagle3_contract"
+SCHEMA = "eagle3-contracts.stamp/1"
+ENV_TRAINED_WITH = "EAGLE3_CONTRACTS_TRAINED_WITH"
+ORDERS = ("as_listed", "ascending")
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """The canonical contract a drafter was trained on."""
+
+    # -- the contract -----------------------------------------------------------------------
+    layer_ids: tuple[int, ...]  # canonical ids, concatenation order
+    num_layers: int  # target depth L
+    hidden_size: int  # target width H (one segment)
+    order: str = "as_listed"  # "as_listed": layer_ids is the trained order
+    # -- provenance ---------------------------------------------------------------------------
+    trained_with: str = ""  # convention or release name the native ids were read with
+    native_ids: tuple[int, ...] | None = None  # the ids as written (None: trainer default)
+    ids_source: str = ""  # JSON path the native ids came from, or "default"
+    target: Mapping[str, Any] = field(default_factory=dict)  # model_type, architectures
+    stamped_by: str = ""
+
+    @property
+    def width(self) -> int:
+        """The fc input width the contract implies: one H-wide segment per id."""
+        return len(self.layer_ids) * self.hidden_size
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "layer_ids": list(self.layer_ids),
+            "order": self.order,
+            "num_layers": self.num_layers,
+            "hidden_size": self.hidden_size,
+            "width": self.width,
+            "trained_with": self.trained_with,
+            "native_ids": None if self.native_ids is None else list(self.native_ids),
+            "ids_source": self.ids_source,
+            "target": dict(self.target),
+            "stamped_by": self.stamped_by,
+        }
+
+    def describe(self) -> str:
+        """``"canonical [2, 30, 58] of L=61, H=7168 (trained with specforge)"``."""
+        return (
+            f"canonical {list(self.layer_ids)} of L={self.num_layers}, H={self.hidden_size} "
+            f"(trained with {self.trained_with or 'an unnamed trainer'})"
+        )
+
+
+@dataclass(frozen=True)
+class ClaimSource:
+    """Which training claim a tool uses, and where it came from (said in every output)."""
+
+    kind: str  # "stamp", "--trained-with", "env" or "none"
+    detail: str  # the stamp's file, the convention name, or why there is none
+    stamp: Stamp | None = None
+    trained_with: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "stamp":
+            assert self.stamp is not None
+            return f"stamp in {self.detail}: {self.stamp.describe()}"
+        if self.kind == "--trained-with":
+            return f"no stamp; --trained-with {self.detail}"
+        if self.kind == "env":
+            return f"no stamp; {ENV_TRAINED_WITH}={self.detail}"
+        return f"no stamp, no --trained-with, no {ENV_TRAINED_WITH}: {self.detail}"
+
+
+# -- reading ---------------------------------------------------------------------------------
+def _config_path(draft: str | os.PathLike[str]) -> Path:
+    path = Path(draft)
+    return path / "config.json" if path.is_dir() else path
+
+
+def _load_config(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("no such file", source=str(path)) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(
+            f"unreadable JSON: {' '.join(str(exc).split())}", source=str(path)
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"a drafter config is a JSON object, got {type(data).__name__}", source=str(path)
+        )
+    return data
+
+
+def read_stamp(draft: str | os.PathLike[str] | Mapping[str, Any]) -> Stamp | None:
+    """The stamp of a drafter (directory, ``config.json`` path or config dict), or ``None``."""
+    if isinstance(draft, Mapping):
+        return parse_stamp(draft.get(STAMP_KEY), source="<dict>")
+    path = _config_path(draft)
+    return parse_stamp(_load_config(path).get(STAMP_KEY), source=str(path))
+
+
+def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
+    """Validate one ``eagle3_contract`` block; ``None`` when absent."""
+    if block is None:
+        return None
+
+    def bad(what: str, key: str) -> ConfigError:
+        return ConfigError(
+            f"{STAMP_KEY}.{key}: {what}; re-stamp with `eagle3-contracts stamp`",
+            source=source,
+            field=f"{STAMP_KEY}.{key}",
+        )
+
+    if not isinstance(block, Mapping):
+        raise bad(f"must be a JSON object, got {type(block).__name__}", "*")
+    if block.get("schema") != SCHEMA:
+        raise bad(f"schema is {block.get('schema')!r}, this version reads {SCHEMA!r}", "schema")
+    ids = block.get("layer_ids")
+    if not (
+        isinstance(ids, list)
+        and ids
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    ):
+        raise bad(f"must be a non-empty list of canonical ids, got {ids!r}", "layer_ids")
+    sizes = {}
+    for key in ("num_layers", "hidden_size"):
+        value = block.get(key)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            raise bad(f"must be a positive integer, got {value!r}", key)
+        sizes[key] = value
+    out_of_range = [i for i in ids if not -1 <= i < sizes["num_layers"]]
+    if out_of_range:
+        raise bad(
+            f"ids {out_of_range} are not canonical ids of a {sizes['num_layers']}-layer target "
+            f"(-1 .. {sizes['num_layers'] - 1})",
+            "layer_ids",
+        )
+    order = block.get("order", "as_listed")
+    if order not in ORDERS:
+        raise bad(f"must be one of {ORDERS}, got {order!r}", "order")
+    width = block.get("width")
+    if width is not None and width != len(ids) * sizes["hidden_size"]:
+        raise bad(
+            f"{width!r} disagrees with {len(ids)} ids x hidden_size {sizes['hidden_size']}",
+            "width",
+        )
+    native = block.get("native_ids")
+    if native is not None and not (
+        isinstance(native, list)
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in native)
+    ):
+        raise bad(f"must be a list of integers or null, got {native!r}", "native_ids")
+    target = block.get("target") or {}
+    if not isinstance(target, Mapping):
+        raise bad(f"must be a JSON object, got {type(target).__name__}", "target")
+    texts = {}
+    for key in ("trained_with", "ids_source", "stamped_by"):
+        value = block.get(key, "")
+        if not isinstance(value, str):
+            raise bad(f"must be a string, got {value!r}", key)
+        texts[key] = value
+    return Stamp(
+        layer_ids=tuple(ids),
+        num_layers=sizes["num_layers"],
+        hidden_size=sizes["hidden_size"],
+        order=order,
+        native_ids=None if native is None else tuple(native),
+        target=dict(target),
+        **texts,
+    )
+
+
+def claim_source(
+    draft: str | os.PathLike[str] | Mapping[str, Any] | None,
+    trained_with: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ClaimSource:
+    """The training claim to judge against: stamp, else ``--trained-with``, else the env var."""
+    env = os.environ if environ is None else environ
+    if draft is not None:
+        stamp = read_stamp(draft)
+        if stamp is not None:
+            where = "<dict>" if isinstance(draft, Mapping) else str(_config_path(draft))
+            return ClaimSource("stamp", where, stamp=stamp, trained_with=stamp.trained_with)
+    if trained_with:
+        return ClaimSource("--trained-with", trained_with, trained_with=trained_with)
+    from_env = env.get(ENV_TRAINED_WITH, "").strip()
+    if from_env:
+        return ClaimSource("env", from_env, trained_with=from_env)
+    return ClaimSource("none", "the training contract is unknown")
+
+
+# -- writing ---------------------------------------------------------------------------------
+def write_stamp(draft: str | os.PathLike[str], stamp: Stamp) -> Path:
+    """Add (or replace) the stamp block in the drafter's ``config.json``; return its path.
+
+    Every other key and its order are kept; the file is replaced atomically.
+    """
+    path = _config_path(draft)
+    data = _load_config(path)
+    data[STAMP_KEY] = stamp.to_dict()
+    parse_stamp(data[STAMP_KEY], source=str(path))  # never write what read_stamp refuses
+    tmp = path.with_name(f".{path.name}.eagle3-stamp.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(
+            f"cannot write the stamp: {exc.strerror or exc}", source=str(path)
+        ) from None
+    return path
+
+
+__all__ = [
+    "ENV_TRAINED_WITH",
+    "SCHEMA",
+    "STAMP_KEY",
+    "ClaimSource",
+    "Stamp",
+    "claim_source",
+    "parse_stamp",
+    "read_stamp",
+    "write_stamp",
+]
