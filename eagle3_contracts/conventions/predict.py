@@ -264,7 +264,7 @@ class _Context:
         placement = _placement(self.table, row)
         if placement is None or placement.get("boundary_minus_element") != 0:
             problems.append(f"capture placement not boundary-exact: {row['placement']}")
-        if problems:
+        if problems or placement is None:
             return self._unknown("; ".join(problems), self._class_source(row))
         use_aux, use_aux_src = self._use_aux()
         if not use_aux:
@@ -304,7 +304,22 @@ class _Context:
             )
         else:
             elements = _RULES[rule](list(native), n)
+        inner_raises = row["selection"].get("inner_raises_on") or []
+        if inner_raises and any(e >= n for e in elements):
+            return self._unknown(
+                f"the inner model's setter raised on the probe grid for {inner_raises}; elements "
+                f"{elements} reach past the last layer: what it does with them needs reading",
+                self._class_source(row),
+            )
         crash, collected = self._capture(elements, placement, n)
+        state = "residual stream"
+        if placement.get("residual_dropped"):
+            state = "layer delta without the residual (boundaries >= 1)"
+            self.notes.append(
+                f"{self.model_file} stores hidden_states alone while its layers return the "
+                "residual separately: every segment but the embedding is the layer's delta, not "
+                f"the residual stream ({_placement_source(placement)})"
+            )
         width_states = self._fc_width()
         source = f"{self._class_source(row)}; {reader_src}; {_placement_source(placement)}"
         if crash is not None:
@@ -320,11 +335,11 @@ class _Context:
             )
             return self._feed(
                 "crash", canonical, width_states, "fc-width-mismatch", source,
-                native=native, ids_source=ids_source, read_path=read_path,
+                native=native, ids_source=ids_source, read_path=read_path, state=state,
             )  # fmt: skip
         return self._feed(
             "segments", canonical, width_states, None, source,
-            native=native, ids_source=ids_source, read_path=read_path,
+            native=native, ids_source=ids_source, read_path=read_path, state=state,
         )  # fmt: skip
 
     def _entry_class(self) -> str | Feed:
@@ -419,11 +434,9 @@ class _Context:
         evaluated = [r for r in readers if "precedence" in r]
         if self.spec.framework == "vllm":
             want = "eagle3_utils.py" if self.runner == "v2" else "gpu_model_runner.py"
-            for r in evaluated:
-                if r["file"].endswith(want):
-                    return r
-            return None
-        return evaluated[0] if evaluated else None
+            evaluated = [r for r in evaluated if str(r["file"]).endswith(want)]
+        found: dict[str, Any] | None = evaluated[0] if evaluated else None
+        return found
 
     def _read_ids(
         self,
@@ -520,6 +533,7 @@ class _Context:
         native: tuple[int, ...] | None = None,
         ids_source: str = "",
         read_path: str | None = None,
+        state: str = "residual stream",
     ) -> Feed:
         return Feed(
             kind=kind,
@@ -537,6 +551,7 @@ class _Context:
             entry_class=self.entry,
             notes=tuple(self.notes),
             read_path=read_path,
+            state=state,
         )
 
     def _feed_unsupported(self, where: str, source: str) -> Feed:
@@ -645,3 +660,131 @@ def _int_tuple(value: Any, path: str) -> tuple[int, ...]:
             f"{path} must be a list of integer layer ids, got {value!r}", field=path
         )
     return tuple(value)
+
+
+# -- trainers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainerRelease:
+    """How one trainer release resolves ids and which engine captures its training features."""
+
+    name: str  # "specforge==0.2.0"
+    backend: str  # "sglang"
+    engine: str  # the pinned capture engine, "sglang==0.5.14"
+    count: int  # exactly this many ids
+    distinct: bool  # duplicates refused
+    below_depth: bool  # ids >= num_hidden_layers refused
+    sources: tuple[str, ...]
+
+
+TRAINERS: dict[str, TrainerRelease] = {
+    "specforge==0.2.0": TrainerRelease(
+        name="specforge==0.2.0",
+        backend="sglang",
+        engine="sglang==0.5.14",
+        count=3,
+        distinct=True,
+        below_depth=True,
+        sources=(
+            "specforge 0.2.0 wheel specforge/config/schema.py:54 target_backend: "
+            'Literal["sglang"]; METADATA Requires-Dist: sglang==0.5.14',
+            "specforge/algorithms/model_providers.py:188-211 resolve_eagle_capture_layers: run "
+            "override, else eagle_config.eagle_aux_hidden_state_layer_ids, else [1, L//2-1, L-4]; "
+            "exactly three non-negative ints",
+            "specforge/application/composition.py:93-115: distinct, each < num_hidden_layers",
+            "specforge/offline_capture/sglang_backend/capture.py:86-113: the target's "
+            "set_eagle3_layers_to_capture(layer_ids) with the resolved (explicit) ids",
+        ),
+    ),
+}
+"""Trainer releases answered by release (the HF-backend reading is the convention
+``specforge-hf``)."""
+
+TRAINER_DEFAULTS: dict[str, str] = {"specforge": "specforge==0.2.0"}
+"""Unversioned trainer names: the newest release, default backend."""
+
+
+def is_trainer_release(name: str) -> bool:
+    """Whether ``name`` is answered by ``predict_training`` (a trainer release or an engine)."""
+    key = name.strip()
+    return key in TRAINERS or key in TRAINER_DEFAULTS or is_engine(key)
+
+
+def predict_training(
+    trained_with: str, draft_config: Mapping[str, Any], target_config: Mapping[str, Any]
+) -> Feed:
+    """The canonical features a drafter was trained on, for a trainer release
+    (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
+    captures were the training data (``sglang==0.5.14``)."""
+    from eagle3_contracts.config.readers import read_target_config
+
+    key = trained_with.strip()
+    assumptions: list[str] = []
+    if key in TRAINER_DEFAULTS:
+        assumptions.append(
+            f"unversioned {key!r} = its newest release {TRAINER_DEFAULTS[key]} with its "
+            "default (only) backend sglang"
+        )
+        key = TRAINER_DEFAULTS[key]
+    if key not in TRAINERS:
+        if is_engine(key):
+            return predict_feed(key, draft_config, target_config)
+        raise ContractError(
+            f"{trained_with!r} is not a trainer release; known: {', '.join(TRAINERS)}",
+            field="trained_with",
+        )
+    trainer = TRAINERS[key]
+    target = read_target_config(target_config)
+    n = target.num_layers
+    eagle = draft_config.get("eagle_config")
+    ids = eagle.get(TOP) if isinstance(eagle, Mapping) else None
+    source = "; ".join(trainer.sources)
+    if ids is None:
+        ids = [1, n // 2 - 1, n - 4]
+        assumptions.append(f"no {NESTED}: {trainer.name}'s default [1, L//2-1, L-4] = {ids}")
+    ids = list(_int_tuple(ids, NESTED))
+    refused = []
+    if len(ids) != trainer.count or any(i < 0 for i in ids):
+        refused.append(f"needs exactly {trainer.count} non-negative ids, got {ids}")
+    if trainer.distinct and len(set(ids)) != len(ids):
+        refused.append(f"duplicate ids in {ids}")
+    if trainer.below_depth and any(i >= n for i in ids):
+        refused.append(f"ids {[i for i in ids if i >= n]} exceed the target depth {n}")
+    if refused:
+        return Feed(
+            kind="crash",
+            canonical=(),
+            width_states=None,
+            crash="trainer-refused",
+            release=trainer.name,
+            runner=None,
+            model_file="",
+            source=source,
+            assumptions=tuple(assumptions),
+            notes=(f"{trainer.name} refuses this config: {'; '.join(refused)}",),
+        )
+    captured = predict_feed(trainer.engine, draft_config, target_config, explicit_ids=ids)
+    return Feed(
+        kind=captured.kind,
+        canonical=captured.canonical,
+        width_states=len(ids) if captured.kind != "unknown" else None,
+        crash=captured.crash if captured.crash != "fc-width-mismatch" else None,
+        release=trainer.name,
+        runner=None,
+        model_file=captured.model_file,
+        source=f"{source}; features captured by {captured.system}: {captured.source}",
+        assumptions=(
+            *assumptions,
+            f"training features = what {trainer.engine} captures for {captured.model_file} "
+            "(offline capture; the online path uses a patched SGLang 0.5.14 server assumed to "
+            "call the same setter)",
+            *captured.assumptions,
+        ),
+        native_ids=tuple(ids),
+        ids_source=NESTED,
+        entry_class=captured.entry_class,
+        notes=captured.notes,
+        state=captured.state,
+        read_path=NESTED,
+    )

