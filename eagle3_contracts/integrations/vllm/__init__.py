@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.util
-import os
 import sys
 from types import ModuleType
 from typing import Any
 
-ENV_DUMP = "EAGLE3_CONTRACTS_DUMP"
-ENV_GUARD = "EAGLE3_CONTRACTS_GUARD"
-ENV_GUARD_TOKENS = "EAGLE3_CONTRACTS_GUARD_TOKENS"
+from eagle3_contracts.integrations.vllm.settings import (
+    ENV_DUMP,
+    ENV_GUARD,
+    ENV_GUARD_TOKENS,
+    Settings,
+    read_settings,
+)
+
 RUNNER_MODULES = {
     "vllm.v1.worker.gpu_model_runner": "v1",  # GPUModelRunner, CPUModelRunner's base
 }
@@ -40,51 +44,17 @@ _PATCHED = "_eagle3_contracts_patched"
 
 
 def _logger() -> Any:
-    from vllm.logger import init_logger
+    """vLLM's logger tree (its handler and format); plain logging where vLLM is absent."""
+    try:
+        from vllm.logger import init_logger
+    except ImportError:
+        import logging
 
+        return logging.getLogger("vllm.eagle3_contracts")
     return init_logger("vllm.eagle3_contracts")
 
 
-def read_settings(environ: Any = None) -> Any:
-    """``Settings`` from the environment, or ``None`` when the plugin is off.
-
-    A bad value is one warning line and turns that feature off (never an exception).
-    """
-    from eagle3_contracts.errors import ContractError
-    from eagle3_contracts.integrations.vllm.engine import Settings
-    from eagle3_contracts.integrations.vllm.verdict import parse_mode
-    from eagle3_contracts.stamp import ENV_TRAINED_WITH
-
-    env = os.environ if environ is None else environ
-    dump = env.get(ENV_DUMP, "").strip() or None
-    raw_guard = env.get(ENV_GUARD)
-    if dump is None and not (raw_guard or "").strip():
-        return None
-    try:
-        guard = parse_mode(raw_guard)
-    except ContractError as exc:
-        _logger().warning("eagle3-contracts: %s; the guard is off", exc)
-        guard = None
-    tokens_text = env.get(ENV_GUARD_TOKENS, "32").strip()
-    tokens = int(tokens_text) if tokens_text.isdigit() and int(tokens_text) > 0 else None
-    if tokens is None:
-        _logger().warning(
-            "eagle3-contracts: %s=%r is not a positive integer; using 32",
-            ENV_GUARD_TOKENS,
-            tokens_text,
-        )
-        tokens = 32
-    if dump is None and guard is None:
-        return None
-    return Settings(
-        dump_dir=dump,
-        guard=guard,
-        guard_tokens=tokens,
-        trained_with=env.get(ENV_TRAINED_WITH, "").strip() or None,
-    )
-
-
-def _patch(module: ModuleType, settings: Any, kind: str) -> None:
+def _patch(module: ModuleType, settings: Settings, kind: str) -> None:
     runner_cls = getattr(module, "GPUModelRunner", None)
     if runner_cls is None or getattr(runner_cls, _PATCHED, False):
         return
@@ -92,22 +62,23 @@ def _patch(module: ModuleType, settings: Any, kind: str) -> None:
 
     def _setup_eagle3_aux_hidden_state_outputs(self: Any) -> None:
         original(self)
-        from eagle3_contracts.integrations.vllm.engine import attach, one_line
-        from eagle3_contracts.integrations.vllm.verdict import WiringMismatch
-
         log = _logger()
         try:
+            from eagle3_contracts.integrations.vllm.engine import attach
+
             attach(self, settings, log, kind)
-        except WiringMismatch:
-            raise
         except Exception as exc:
+            problem = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
             if settings.strict:
-                raise WiringMismatch(
-                    f"eagle3-contracts guard (strict): cannot observe this engine: {one_line(exc)}"
+                from eagle3_contracts.errors import ContractViolation
+
+                if isinstance(exc, ContractViolation):
+                    raise
+                raise ContractViolation(
+                    f"eagle3-contracts guard (strict): cannot observe this engine: {problem}"
                 ) from exc
             log.warning(
-                "eagle3-contracts: cannot observe this engine (%s); serving continues",
-                one_line(exc),
+                "eagle3-contracts: cannot observe this engine (%s); serving continues", problem
             )
 
     runner_cls._setup_eagle3_aux_hidden_state_outputs = _setup_eagle3_aux_hidden_state_outputs
@@ -117,7 +88,7 @@ def _patch(module: ModuleType, settings: Any, kind: str) -> None:
 class _PatchOnImport(importlib.abc.MetaPathFinder):
     """Patch a runner module right after it is first imported (keeps ``register`` cheap)."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
@@ -140,10 +111,28 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
 
 def register() -> None:
-    """The ``vllm.general_plugins`` entry point: a no-op unless dump or guard is asked for."""
-    settings = read_settings()
-    if settings is None:
-        return
+    """The ``vllm.general_plugins`` entry point: a no-op unless dump or guard is asked for.
+
+    vLLM calls it unguarded (``plugins/__init__.py:89-91``): it never raises.
+    """
+    try:
+        settings = read_settings()
+        if settings is None:
+            return
+        for problem in settings.problems:
+            _logger().warning("eagle3-contracts: %s", problem)
+        if settings.dump_dir is None and settings.guard is None:
+            return
+        _install(settings)
+    except Exception as exc:  # a broken plugin must never stop vLLM
+        _logger().warning(
+            "eagle3-contracts: plugin not installed (%s: %s); vLLM untouched",
+            type(exc).__name__,
+            " ".join(str(exc).split()),
+        )
+
+
+def _install(settings: Settings) -> None:
     waiting = False
     for name, kind in RUNNER_MODULES.items():
         module = sys.modules.get(name)

@@ -38,32 +38,20 @@ import torch
 from torch import nn
 
 from eagle3_contracts.errors import ContractError
+from eagle3_contracts.integrations.vllm.settings import Settings
 from eagle3_contracts.integrations.vllm.verdict import (
     GuardVerdict,
     Recorded,
     WiringMismatch,
     identify_recorded,
     judge,
+    vllm_fix,
 )
 from eagle3_contracts.layer_ids import EMBEDDING
 from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, parse_stamp
 
 IDS_FIELD = "eagle_aux_hidden_state_layer_ids"
 PREFIX = "eagle3-contracts"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the environment asked for (parsed once per process)."""
-
-    dump_dir: str | None  # EAGLE3_CONTRACTS_DUMP
-    guard: str | None  # EAGLE3_CONTRACTS_GUARD: "warn", "strict" or None
-    guard_tokens: int = 32  # EAGLE3_CONTRACTS_GUARD_TOKENS: tokens of the prefill compared
-    trained_with: str | None = None  # EAGLE3_CONTRACTS_TRAINED_WITH: claim without a stamp
-
-    @property
-    def strict(self) -> bool:
-        return self.guard == "strict"
 
 
 def one_line(exc: BaseException) -> str:
@@ -348,6 +336,35 @@ def _claim(
     return None, f"no stamp and no {ENV_TRAINED_WITH}: the trained layers are unknown"
 
 
+def predict_at_start(session: Session) -> None:
+    """Before any request: what vLLM's own aux-layer list will feed (boundary ``b`` is
+    canonical ``b - 1``; ``interfaces.py:1601-1611``), against the fc width and the claim.
+    A certain mismatch is one warning line; ``strict`` refuses to start on it."""
+    n = session.num_layers
+    predicted = tuple(b - 1 for b in sorted(set(session.collected)) if 0 <= b <= n)
+    problems = []
+    if session.fc_states is not None and session.fc_states != len(predicted):
+        problems.append(
+            f"fc is built for {session.fc_states} states but vLLM collects {len(predicted)} "
+            f"(boundaries {list(session.collected)} of {n} layers): it crashes at the first "
+            f"speculative step"
+        )
+    if session.expected is not None and predicted != session.expected:
+        problems.append(
+            f"vLLM will feed canonical {list(predicted)}, trained on {list(session.expected)}; "
+            f"fix: {vllm_fix(session.expected, n)}"
+        )
+    if not problems:
+        return
+    line = (
+        f"{PREFIX} guard [{session.where}]: MISMATCH predicted at start-up ({session.claim}): "
+        f"{'; '.join(problems)}"
+    )
+    session.log.warning("%s", line)
+    if session.settings.strict:
+        raise WiringMismatch(f"{line} (EAGLE3_CONTRACTS_GUARD=strict: refusing to start)")
+
+
 def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Session | None:
     """Attach to a loaded model runner; ``None`` (one log line) when not applicable."""
     import vllm
@@ -400,6 +417,8 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         expected=expected,
         claim=claim,
     )
+    if settings.guard:
+        predict_at_start(session)
     drafter.combine_hidden_states = session.wrap_combine(drafter.combine_hidden_states)  # type: ignore[method-assign]
     runner.execute_model = session.wrap_execute(runner.execute_model)
     wanted = " and ".join(

@@ -14,24 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from eagle3_contracts.capture.identify import (
-    DEFAULT_RTOL,
-    DELTA,
-    FINAL_NORM,
-    SHIFTED_LEFT,
-    SHIFTED_RIGHT,
-    SegmentIdentification,
-    _metrics,
-    _rel,
-    _Stats,
-    _verdict,
-)
+from eagle3_contracts.capture.identify import SegmentIdentification, identify_segments
 from eagle3_contracts.errors import ContractError, ContractViolation
 from eagle3_contracts.layer_ids import EMBEDDING, describe
-
-GUARD_MODES = ("warn", "strict")
 
 
 class WiringMismatch(ContractViolation):
@@ -47,62 +34,80 @@ class Recorded:
     final_norm: Tensor | None = None  # [K, H] output of the final norm, for the near miss
 
 
+class _ReplayLayer(nn.Module):
+    """Outputs the recorded residual stream after its layer."""
+
+    def __init__(self, state: Tensor) -> None:
+        super().__init__()
+        self.state = state
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return self.state
+
+
+class _ReplayNorm(nn.Module):
+    def __init__(self, state: Tensor) -> None:
+        super().__init__()
+        self.state = state
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return self.state
+
+
+class _Replay(nn.Module):
+    """A stand-in target whose forward replays the recorded states, so the public
+    ``identify_segments`` judges the drafter input with its own rules (tolerances, ambiguity
+    margin, near misses: shifted token, layer delta, final-norm output)."""
+
+    def __init__(self, recorded: Recorded) -> None:
+        super().__init__()
+        self.entry = recorded.states[EMBEDDING].unsqueeze(0)
+        self.layers = nn.ModuleList(
+            _ReplayLayer(recorded.states[n].unsqueeze(0)) for n in range(recorded.num_layers)
+        )
+        if recorded.final_norm is not None:
+            self.norm = _ReplayNorm(recorded.final_norm.unsqueeze(0))
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        hidden = self.entry
+        for layer in self.layers:
+            hidden = layer(hidden)
+        norm = getattr(self, "norm", None)
+        return norm(hidden) if norm is not None else hidden
+
+
 def identify_recorded(
     captured: Tensor, recorded: Recorded, hidden_size: int, *, rtol: float | None = None
 ) -> SegmentIdentification:
-    """Identify each ``hidden_size``-wide segment of ``captured`` ``[K, k*H]``."""
-    n_layers = recorded.num_layers
-    wanted = set(range(EMBEDDING, n_layers))
+    """Identify each ``hidden_size``-wide segment of ``captured`` ``[T, k*H]`` (its first
+    ``K`` rows, the recorded tokens) with ``identify_segments`` on a replay of the recording."""
+    wanted = set(range(EMBEDDING, recorded.num_layers))
     if set(recorded.states) != wanted:
         missing = sorted(wanted - set(recorded.states))
         raise ContractError(
-            f"recorded states must cover canonical -1 .. {n_layers - 1}; missing {missing}",
+            f"recorded states must cover canonical -1 .. {recorded.num_layers - 1}; missing "
+            f"{missing} (the target's layers did not run as expected)",
             field="recorded",
         )
     if captured.dim() != 2:
         raise ContractError(
-            f"captured must be [K, k*H], got shape {list(captured.shape)}", field="captured"
-        )
-    k, rem = divmod(int(captured.shape[-1]), hidden_size)
-    if rem or k == 0:
-        raise ContractError(
-            f"captured width {captured.shape[-1]} is not a positive multiple of {hidden_size}",
-            field="captured",
+            f"captured must be [T, k*H], got shape {list(captured.shape)}", field="captured"
         )
     tokens = int(recorded.states[EMBEDDING].shape[0])
     if int(captured.shape[0]) < tokens:
         raise ContractError(
             f"captured has {captured.shape[0]} tokens, the recording {tokens}", field="captured"
         )
-    if rtol is None:
-        loosest = max(
-            (captured.dtype, recorded.states[EMBEDDING].dtype),
-            key=lambda d: DEFAULT_RTOL.get(d, 3e-2),
-        )
-        rtol, source = DEFAULT_RTOL.get(loosest, 3e-2), f"default for {loosest}"
-    else:
-        source = "given"
-    cap = captured[:tokens].unsqueeze(0)
-    segs = [cap[..., j * hidden_size : (j + 1) * hidden_size] for j in range(k)]
-    stats = [_Stats() for _ in range(k)]
-    previous: Tensor | None = None
-    for n in range(EMBEDDING, n_layers):
-        state = recorded.states[n].unsqueeze(0).to(captured.device)
-        for seg, st in zip(segs, stats, strict=True):
-            rel, cos, mx = _metrics(seg, state, None)
-            st.exact.append((rel, n, cos, mx))
-            if tokens > 1:
-                st.near.append((_rel(seg[:, 1:], state[:, :-1], None), SHIFTED_LEFT, n))
-                st.near.append((_rel(seg[:, :-1], state[:, 1:], None), SHIFTED_RIGHT, n))
-            if previous is not None:
-                st.near.append((_rel(seg, state - previous, None), DELTA, n))
-        previous = state
-    if recorded.final_norm is not None:
-        normed = recorded.final_norm.unsqueeze(0).to(captured.device)
-        for seg, st in zip(segs, stats, strict=True):
-            st.near.append((_rel(seg, normed, None), FINAL_NORM, n_layers - 1))
-    matches = tuple(_verdict(j, st, rtol, n_layers) for j, st in enumerate(stats))
-    return SegmentIdentification(matches, n_layers, hidden_size, rtol, source)
+    replay = _Replay(recorded)
+    ids = torch.zeros(1, tokens, dtype=torch.long)
+    return identify_segments(
+        captured[:tokens].unsqueeze(0),
+        replay,
+        ids,
+        hidden_size=hidden_size,
+        rtol=rtol,
+        layers_path="layers",
+    )
 
 
 @dataclass(frozen=True)
@@ -203,21 +208,3 @@ def judge(
         f"{head}: MISMATCH: the drafter's fc receives [{shown}], trained on "
         f"{list(expected)} ({claim}): {'; '.join(problems)}; fix: {vllm_fix(expected, n)}",
     )
-
-
-def parse_mode(value: str | None) -> str | None:
-    """``EAGLE3_CONTRACTS_GUARD``: ``None``/empty -> off; ``warn``/``strict``; else an error."""
-    if value is None or not value.strip():
-        return None
-    mode = value.strip().lower()
-    if mode not in GUARD_MODES:
-        raise ContractError(
-            f"EAGLE3_CONTRACTS_GUARD must be one of {', '.join(GUARD_MODES)}, got {value!r}",
-            field="EAGLE3_CONTRACTS_GUARD",
-        )
-    return mode
-
-
-def as_cpu_float(t: Tensor) -> Tensor:
-    """A detached fp32 CPU copy (recorded states outlive the engine's buffers)."""
-    return t.detach().to("cpu", torch.float32, copy=True)

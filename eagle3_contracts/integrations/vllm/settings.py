@@ -1,0 +1,79 @@
+"""What the environment asks the vLLM plugin to do (torch-free, read once per process)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from eagle3_contracts.errors import ContractError
+from eagle3_contracts.stamp import ENV_TRAINED_WITH
+
+ENV_DUMP = "EAGLE3_CONTRACTS_DUMP"
+ENV_GUARD = "EAGLE3_CONTRACTS_GUARD"
+ENV_GUARD_TOKENS = "EAGLE3_CONTRACTS_GUARD_TOKENS"
+GUARD_MODES = ("warn", "strict")
+DEFAULT_GUARD_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The plugin's settings; ``read_settings`` returns ``None`` when it has nothing to do."""
+
+    dump_dir: str | None  # EAGLE3_CONTRACTS_DUMP
+    guard: str | None  # EAGLE3_CONTRACTS_GUARD: "warn", "strict" or None
+    guard_tokens: int = DEFAULT_GUARD_TOKENS  # prefill tokens recorded per layer
+    trained_with: str | None = None  # EAGLE3_CONTRACTS_TRAINED_WITH: the claim without a stamp
+    problems: tuple[str, ...] = ()  # bad values, each turned off or defaulted (logged once)
+
+    @property
+    def strict(self) -> bool:
+        return self.guard == "strict"
+
+
+def parse_mode(value: str | None) -> str | None:
+    """``EAGLE3_CONTRACTS_GUARD``: unset/empty -> off; ``warn`` or ``strict``; else an error."""
+    if value is None or not value.strip():
+        return None
+    mode = value.strip().lower()
+    if mode not in GUARD_MODES:
+        raise ContractError(
+            f"{ENV_GUARD} must be one of {', '.join(GUARD_MODES)}, got {value!r}",
+            field=ENV_GUARD,
+        )
+    return mode
+
+
+def read_settings(environ: Mapping[str, str] | None = None) -> Settings | None:
+    """``Settings`` from the environment, ``None`` when neither dump nor guard is asked for.
+
+    A bad value never raises: it is listed in ``problems`` (the plugin logs them) and that
+    feature is turned off (guard) or defaulted (token count).
+    """
+    env = os.environ if environ is None else environ
+    dump = env.get(ENV_DUMP, "").strip() or None
+    raw_guard = env.get(ENV_GUARD)
+    if dump is None and not (raw_guard or "").strip():
+        return None
+    problems: list[str] = []
+    try:
+        guard = parse_mode(raw_guard)
+    except ContractError as exc:
+        problems.append(f"{exc}; the guard is off")
+        guard = None
+    text = env.get(ENV_GUARD_TOKENS, str(DEFAULT_GUARD_TOKENS)).strip()
+    tokens = int(text) if text.isdigit() and int(text) > 0 else None
+    if tokens is None:
+        problems.append(
+            f"{ENV_GUARD_TOKENS}={text!r} is not a positive integer; using {DEFAULT_GUARD_TOKENS}"
+        )
+        tokens = DEFAULT_GUARD_TOKENS
+    if dump is None and guard is None:
+        return Settings(None, None, tokens, None, tuple(problems))
+    return Settings(
+        dump_dir=dump,
+        guard=guard,
+        guard_tokens=tokens,
+        trained_with=env.get(ENV_TRAINED_WITH, "").strip() or None,
+        problems=tuple(problems),
+    )

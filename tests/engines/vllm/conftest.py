@@ -1,0 +1,75 @@
+"""Session fixtures of the vLLM engine suite: the plugin's dump directory, tiny targets.
+
+The plugin reads its settings once per process, when vLLM first loads its general plugins
+(at the first engine), so the dump directory is set for the whole session, before any engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engines.vllm import harness
+
+GOLDENS = Path(__file__).resolve().parents[3] / "goldens" / "engines" / "vllm-0.32.0"
+RECORD_ENV = "EAGLE3_RECORD_ENGINE_GOLDENS"
+
+
+@pytest.fixture(scope="session")
+def engine_work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Work dir, dump dir (plugin env set), built targets, and the session's observations."""
+    work = tmp_path_factory.mktemp("vllm-engine")
+    dumps = work / "dumps"
+    dumps.mkdir()
+    saved = {k: os.environ.get(k) for k in ("EAGLE3_CONTRACTS_DUMP", "EAGLE3_CONTRACTS_GUARD")}
+    os.environ["EAGLE3_CONTRACTS_DUMP"] = str(dumps)
+    os.environ.pop("EAGLE3_CONTRACTS_GUARD", None)
+    harness.env_ready()
+    state: dict[str, Any] = {"work": work, "dumps": dumps, "targets": {}, "observed": []}
+    yield state
+    summary = work / "observations.json"
+    summary.write_text(json.dumps(state["observed"], indent=1, sort_keys=True))
+    print(f"\nvLLM engine suite: {len(state['observed'])} cases observed; summary {summary}")
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def target_for(state: dict[str, Any], family: str) -> tuple[Path, dict[str, Any]]:
+    """The family's tiny target (built once per session) and its config dict."""
+    if family not in state["targets"]:
+        directory = harness.build_target(family, state["work"] / f"target-{family}")
+        config = json.loads((directory / "config.json").read_text())
+        state["targets"][family] = (directory, config)
+    return state["targets"][family]
+
+
+def observe(state: dict[str, Any], family: str, draft: dict[str, Any]) -> dict[str, Any]:
+    """Run one case, record it (and its golden when EAGLE3_RECORD_ENGINE_GOLDENS=1), and
+    return ``{"observed", "predicted", "record"}``."""
+    target_dir, target = target_for(state, family)
+    obs = harness.run_case(family, target_dir, draft, state["work"], state["dumps"])
+    record = harness.case_record(obs, target)
+    if os.environ.get(RECORD_ENV) == "1":
+        harness.write_golden(GOLDENS, obs, target)
+    observed = harness.observed_outcome(obs)
+    try:
+        predicted: dict[str, Any] | str = harness.predicted_outcome(draft, target)
+    except Exception as exc:  # recorded, then the test fails on it
+        predicted = f"{type(exc).__name__}: {exc}"
+    state["observed"].append(
+        {
+            "case": harness.case_name(family, draft),
+            "record": record,
+            "predicted": predicted,
+            "seconds": round(obs.seconds, 2),
+        }
+    )
+    return {"observed": observed, "predicted": predicted, "record": record}

