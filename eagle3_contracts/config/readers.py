@@ -9,6 +9,8 @@ naming the file and the JSON field.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
 from collections.abc import Mapping
@@ -94,6 +96,9 @@ class TargetConfig:
     text_model_type: str | None = None  # model_type of a nested text_config (multimodal)
     is_moe: bool = False  # routed experts (vLLM 0.22.0 picks its runner by it)
     quantized: bool = False  # a quantization_config is present
+    section: str = ""  # where depth and width were read ("", "text_config.", "llm_config.", ...)
+    filled: tuple[str, ...] = ()  # fields taken from the transformers config class defaults
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_sizes(cls, num_layers: object, hidden_size: object) -> TargetConfig:
@@ -104,6 +109,7 @@ class TargetConfig:
             source=src,
             num_layers=_pos_int(data, "num_hidden_layers", src, required=True),
             hidden_size=_pos_int(data, "hidden_size", src, required=True),
+            raw=MappingProxyType(dict(data)),
         )
 
 
@@ -114,14 +120,6 @@ def read_draft_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) 
     nested = _object(data, "eagle_config", src)
     nested_ids = _ids(nested, IDS_FIELD, src, prefix="eagle_config.") if nested else None
     top_ids = _ids(data, IDS_FIELD, src)
-    if nested_ids is not None and top_ids is not None and nested_ids != top_ids:
-        raise ConfigError(
-            f"{IDS_FIELD} is {list(top_ids)} at the top level but {list(nested_ids)} in "
-            f"eagle_config: engines read different places (vLLM the top level, SGLang the "
-            f"nested one); keep one list, or make both equal",
-            source=src,
-            field=IDS_FIELD,
-        )
     layer_cfg = _object(data, "transformer_layer_config", src)
     speculators = "speculators_model_type" in data
     if speculators:
@@ -168,29 +166,145 @@ def read_draft_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) 
     )
 
 
+TEXT_SECTIONS: tuple[str, ...] = ("text_config", "thinker_config.text_config", "llm_config")
+"""Where multimodal targets keep their language model's config (Llava/Qwen-VL ``text_config``,
+Qwen3-Omni ``thinker_config.text_config``, InternVL ``llm_config``), tried in this order."""
+
+
 def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> TargetConfig:
-    """Parse a target Hugging Face ``config.json`` (multimodal ``text_config`` included)."""
+    """Parse a target Hugging Face ``config.json``.
+
+    Depth and width come from the top level, else the first of ``TEXT_SECTIONS`` present. A
+    section that leaves default-valued fields out (llava-hf publishes such ``text_config``s) is
+    completed from the defaults of its ``model_type``'s transformers config class, read from the
+    installed transformers source without importing it (``filled`` says which); without
+    transformers the missing field is a ``ConfigError`` naming it.
+    """
     data, src = _load(path_or_dict, "target config")
-    text = _object(data, "text_config", src)
-    sizes, prefix = data, ""
-    if text is not None and not any(k in data for k in _NUM_LAYERS_KEYS):
-        sizes, prefix = text, "text_config."
+    sizes: Mapping[str, Any] = data
+    prefix = ""
+    if not any(k in data for k in _NUM_LAYERS_KEYS):
+        for path in TEXT_SECTIONS:
+            section = _section(data, path, src)
+            if section is not None:
+                sizes, prefix = section, path + "."
+                break
+    filled: list[str] = []
+    if sizes is not data:
+        sizes = _with_defaults(sizes, prefix, src, filled)
     num_layers = _first_int(sizes, _NUM_LAYERS_KEYS, src, prefix)
     hidden = _first_int(sizes, _HIDDEN_KEYS, src, prefix)
     vocab = _pos_int(sizes, "vocab_size", src, prefix=prefix)
     if vocab is None and sizes is not data:
         vocab = _pos_int(data, "vocab_size", src)
+    text_type = _str(sizes, "model_type", src, prefix=prefix) if sizes is not data else None
+    archs = _str_list(data, "architectures", src)
+    if sizes is not data and not archs and isinstance(sizes.get("architectures"), list):
+        archs = _str_list(sizes, "architectures", src)
     return TargetConfig(
         source=src,
         num_layers=num_layers,
         hidden_size=hidden,
         vocab_size=vocab,
         model_type=_str(data, "model_type", src),
-        architectures=_str_list(data, "architectures", src),
-        text_model_type=_str(text, "model_type", src, prefix="text_config.") if text else None,
+        architectures=archs,
+        text_model_type=text_type,
         is_moe=any(_experts(s) for s in (data, sizes)),
         quantized=any(s.get("quantization_config") is not None for s in (data, sizes)),
+        section=prefix,
+        filled=tuple(filled),
+        raw=MappingProxyType(dict(data)),
     )
+
+
+def _section(data: Mapping[str, Any], path: str, src: str) -> Mapping[str, Any] | None:
+    node: Mapping[str, Any] | None = data
+    for part in path.split("."):
+        node = _object(node, part, src) if node is not None else None
+    return node
+
+
+def _with_defaults(
+    section: Mapping[str, Any], prefix: str, src: str, filled: list[str]
+) -> Mapping[str, Any]:
+    """``section`` completed with its transformers config class's defaults for depth, width
+    and vocab, when it leaves them out; unchanged if nothing is missing."""
+    missing = [
+        keys[0] for keys in (_NUM_LAYERS_KEYS, _HIDDEN_KEYS) if not any(k in section for k in keys)
+    ]
+    if not missing:
+        return section
+    model_type = _str(section, "model_type", src, prefix=prefix)
+    defaults = transformers_defaults(model_type) if model_type else None
+    if defaults is None:
+        raise ConfigError(
+            f"{prefix}{missing[0]} is missing and "
+            + (
+                f"no installed transformers config class for model_type {model_type!r} gives "
+                "its default"
+                if model_type
+                else f"{prefix}model_type is absent, so no transformers default applies"
+            )
+            + f": add {prefix}{missing[0]} to the target config",
+            source=src,
+            field=prefix + missing[0],
+        )
+    out = dict(section)
+    for key in (*missing, "vocab_size"):
+        if key not in out and key in defaults:
+            out[key] = defaults[key]
+            filled.append(f"{prefix}{key} = {defaults[key]} ({defaults['__class__']} default)")
+    return out
+
+
+def transformers_defaults(model_type: str) -> dict[str, Any] | None:
+    """Class-level defaults of ``num_hidden_layers``, ``hidden_size`` and ``vocab_size`` of
+    the transformers config class for ``model_type``, read from the installed transformers
+    source with ``ast`` (importing transformers would import torch); ``None`` when transformers
+    is not installed or has no such class."""
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    name = model_type.replace("-", "_")
+    path = Path(spec.submodule_search_locations[0]) / "models" / name / f"configuration_{name}.py"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    wanted = {"num_hidden_layers", "hidden_size", "vocab_size"}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        consts = _class_constants(cls)
+        if consts.get("model_type") != model_type:
+            continue
+        out: dict[str, Any] = {k: v for k, v in consts.items() if k in wanted}
+        init = next(
+            (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+        )
+        if init is not None:  # transformers 4: defaults are __init__ keyword defaults
+            args = init.args.args[len(init.args.args) - len(init.args.defaults) :]
+            for arg, default in zip(args, init.args.defaults, strict=True):
+                if arg.arg in wanted and isinstance(default, ast.Constant):
+                    out.setdefault(arg.arg, default.value)
+        out["__class__"] = f"transformers {cls.name}"
+        return out
+    return None
+
+
+def _class_constants(cls: ast.ClassDef) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for node in cls.body:
+        target = value = None
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            target, value = node.target.id, node.value
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            target, value = node.targets[0].id, node.value
+        if target and isinstance(value, ast.Constant):
+            out[target] = value.value
+    return out
 
 
 # -- helpers ----------------------------------------------------------------------------

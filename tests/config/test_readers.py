@@ -73,10 +73,71 @@ def test_same_ids_in_both_places_is_fine() -> None:
     assert cfg.nested_ids == cfg.top_level_ids == (1, 2, 3)
 
 
-def test_contradiction_names_the_field() -> None:
-    with pytest.raises(ConfigError, match="vLLM the top level") as err:
-        read_draft_config({IDS_FIELD: [1, 2, 3], "eagle_config": {IDS_FIELD: [2, 3, 4]}})
-    assert err.value.field == IDS_FIELD and err.value.source == "<dict>"
+def test_different_lists_in_both_places_are_read_both() -> None:
+    """Each engine reads its own place (vLLM the top level first, SGLang only the nested
+    one), so a printed per-engine fix can put different lists there: both are kept."""
+    cfg = read_draft_config({IDS_FIELD: [1, 2, 3], "eagle_config": {IDS_FIELD: [2, 3, 4]}})
+    assert (cfg.top_level_ids, cfg.nested_ids) == ((1, 2, 3), (2, 3, 4))
+
+
+def test_multimodal_target_sections() -> None:
+    """Qwen3-Omni keeps its language model in thinker_config.text_config, InternVL in
+    llm_config; the first section found gives depth, width and the model_type."""
+    omni = read_target_config(
+        {
+            "architectures": ["Qwen3OmniMoeForConditionalGeneration"],
+            "model_type": "qwen3_omni_moe",
+            "thinker_config": {
+                "model_type": "qwen3_omni_moe_thinker",
+                "text_config": {
+                    "model_type": "qwen3_omni_moe_text",
+                    "num_hidden_layers": 48,
+                    "hidden_size": 2048,
+                    "num_experts": 128,
+                },
+            },
+        }
+    )
+    assert (omni.num_layers, omni.hidden_size, omni.section) == (
+        48,
+        2048,
+        "thinker_config.text_config.",
+    )
+    assert omni.is_moe and omni.text_model_type == "qwen3_omni_moe_text"
+    internvl = read_target_config(
+        {
+            "architectures": ["InternVLChatModel"],
+            "model_type": "internvl_chat",
+            "llm_config": {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584},
+        }
+    )
+    assert (internvl.num_layers, internvl.hidden_size, internvl.section) == (
+        28,
+        3584,
+        "llm_config.",
+    )
+
+
+def test_text_config_defaults_come_from_transformers() -> None:
+    """llava-hf/llava-1.5-7b-hf's text_config leaves LlamaConfig's defaults out
+    (num_hidden_layers 32, hidden_size 4096): they are filled from the transformers class,
+    read from its source, and the target says so."""
+    pytest.importorskip("transformers")
+    t = read_target_config(
+        {
+            "architectures": ["LlavaForConditionalGeneration"],
+            "model_type": "llava",
+            "text_config": {"model_type": "llama", "vocab_size": 32064},
+        }
+    )
+    assert (t.num_layers, t.hidden_size, t.vocab_size) == (32, 4096, 32064)
+    assert any("LlamaConfig default" in f for f in t.filled)
+
+
+def test_missing_field_without_a_default_names_it() -> None:
+    with pytest.raises(ConfigError, match=r"text_config\.num_hidden_layers is missing") as err:
+        read_target_config({"model_type": "llava", "text_config": {"model_type": "no_such_xx"}})
+    assert err.value.field == "text_config.num_hidden_layers"
 
 
 def test_errors_name_file_and_field(tmp_path: Path) -> None:
