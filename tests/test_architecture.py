@@ -18,7 +18,7 @@ import eagle3_contracts
 
 PACKAGE = Path(eagle3_contracts.__file__).parent
 
-BASE = frozenset({"errors.py", "layer_ids.py", "contract.py", "_text.py"})
+BASE = frozenset({"errors.py", "layer_ids.py", "contract.py", "differences.py", "_text.py"})
 EVERYTHING = frozenset(
     {
         *BASE,
@@ -42,6 +42,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "_text.py": frozenset(),
     "layer_ids.py": frozenset({"errors.py"}),
     "contract.py": frozenset({"errors.py", "layer_ids.py"}),
+    "differences.py": frozenset({"errors.py", "layer_ids.py"}),
     "conventions": BASE,
     "stamp.py": BASE | {"conventions"},
     "config": BASE | {"conventions", "stamp.py", "parallel.partition"},
@@ -68,7 +69,16 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     "imported lazily inside predict_feed",
 }
 
-TORCH_FREE = ("errors", "layer_ids", "contract", "conventions", "config", "probe", "stamp")
+TORCH_FREE = (
+    "errors",
+    "layer_ids",
+    "contract",
+    "differences",
+    "conventions",
+    "config",
+    "probe",
+    "stamp",
+)
 
 
 def _room(module: str) -> str:

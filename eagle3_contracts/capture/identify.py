@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import torch
@@ -31,6 +32,8 @@ from eagle3_contracts.capture.hooks import (
     forward_until,
     layer_hooks,
 )
+from eagle3_contracts.capture.introspect import hidden_size as model_hidden_size
+from eagle3_contracts.capture.introspect import input_embeddings
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, describe
 
@@ -46,13 +49,39 @@ MARGIN_FACTOR = 3.0  # half precision: a looser match needs the runner-up this x
 HALF_PRECISION_RTOL = 1e-2  # rtol from which the margin rule applies
 MARGIN_MAX_REL = 0.1  # the margin rule never accepts a relative error above this
 
-# Near-miss labels (stable strings; ``verify`` maps them to causes).
-FINAL_NORM = "final-norm output"
-DELTA = "layer delta without residual"
-SHIFTED_LEFT = "shifted by one token"  # segment[t] holds state[t - 1]
-SHIFTED_RIGHT = "shifted by one token (ahead)"  # segment[t] holds state[t + 1]
-RAW_EMBED = "embed_tokens without position embeddings/scaling"
-NEAR_MISSES: tuple[str, ...] = (FINAL_NORM, DELTA, SHIFTED_LEFT, SHIFTED_RIGHT, RAW_EMBED)
+
+class NearMiss(str, Enum):
+    """A known transform of a layer's state that a segment holds instead of the state itself.
+
+    The values are stable strings (they appear in goldens and labels); ``capture.verify`` maps
+    each to its likely cause.
+    """
+
+    FINAL_NORM = "final-norm output"  # the final norm applied (HF hidden_states[-1])
+    DELTA = "layer delta without residual"  # a layer's own contribution, residual not added
+    SHIFTED_LEFT = "shifted by one token"  # segment[t] holds state[t - 1]
+    SHIFTED_RIGHT = "shifted by one token (ahead)"  # segment[t] holds state[t + 1]
+    RAW_EMBED = "embed_tokens without position embeddings/scaling"  # bare table lookup
+
+
+class MatchKind(str, Enum):
+    """What one segment turned out to be (the values appear in the diagnose JSON)."""
+
+    LAYER = "layer"  # the output of a layer 0..L-1
+    EMBEDDING = "embedding"  # canonical -1, the residual stream entering layer 0
+    POST_NORM = "post-norm"  # the final-norm output (NearMiss.FINAL_NORM)
+    NEAR_MISS = "near miss"  # another NearMiss
+    AMBIGUOUS = "ambiguous"  # equal to two states within rtol: too similar to tell apart
+    NOTHING = "nothing"  # equal to no state of the target
+
+
+# Module-level names of the near misses (the vLLM guard builds its own candidate lists).
+FINAL_NORM = NearMiss.FINAL_NORM
+DELTA = NearMiss.DELTA
+SHIFTED_LEFT = NearMiss.SHIFTED_LEFT
+SHIFTED_RIGHT = NearMiss.SHIFTED_RIGHT
+RAW_EMBED = NearMiss.RAW_EMBED
+NEAR_MISSES: tuple[NearMiss, ...] = tuple(NearMiss)
 
 
 @dataclass(frozen=True)
@@ -64,7 +93,7 @@ class SegmentMatch:
     # -- the verdict ------------------------------------------------------------------------
     layer_id: int | None  # canonical id it equals (None: no unambiguous match)
     label: str  # human text: "layer 3", "no match: final-norm output of layer 5", ...
-    near_miss: str | None  # one of NEAR_MISSES when the segment is a known transform
+    near_miss: NearMiss | None  # set when the segment is a known transform of a state
     near_miss_layer: int | None  # the canonical id the near miss is derived from
     # -- the evidence -----------------------------------------------------------------------
     closest: int  # canonical id with the smallest relative error
@@ -73,6 +102,7 @@ class SegmentMatch:
     max_abs_error: float  # max |seg - closest|
     runner_up: int | None  # second-closest canonical id
     runner_up_rel_error: float  # its relative error (inf when there is none)
+    kind: MatchKind = MatchKind.NOTHING  # what the segment is, as a type (see ``label``)
 
 
 @dataclass(frozen=True)
@@ -119,13 +149,13 @@ class _Stats:
 
     def __init__(self) -> None:
         self.exact: list[tuple[float, int, float, float]] = []  # (rel, id, cos, max_abs)
-        self.near: list[tuple[float, str, int]] = []  # (rel, label, id)
+        self.near: list[tuple[float, NearMiss, int]] = []  # (rel, near miss, id)
 
     def best_two(self) -> list[tuple[float, int, float, float]]:
         return sorted(self.exact)[:2]
 
 
-def _metrics(seg: Tensor, ref: Tensor, keep: Tensor | None) -> tuple[float, float, float]:
+def segment_metrics(seg: Tensor, ref: Tensor, keep: Tensor | None) -> tuple[float, float, float]:
     """(relative error, cosine similarity, max abs error) in fp32 over the tokens ``keep``
     (``[B, T, 1]`` bool, ``None`` = all) selects. Works on views: O(1) full-width temporaries.
     """
@@ -139,39 +169,14 @@ def _metrics(seg: Tensor, ref: Tensor, keep: Tensor | None) -> tuple[float, floa
     return rel, cos, diff.abs().max().item() if diff.numel() else 0.0
 
 
-def _rel(seg: Tensor, ref: Tensor, keep: Tensor | None) -> float:
-    return _metrics(seg, ref, keep)[0]
-
-
-def _text_config(model: nn.Module) -> Any:
-    """``model.config`` (its text part for multimodal HF configs), or ``None``."""
-    config: Any = getattr(model, "config", None)
-    if config is not None and hasattr(config, "get_text_config"):
-        config = config.get_text_config()
-    return config
-
-
-def _input_embeddings(model: nn.Module) -> Any:
-    """The token embedding: ``get_input_embeddings()`` (HF) or ``embed_tokens`` (synthetic)."""
-    get = getattr(model, "get_input_embeddings", None)
-    return get() if callable(get) else getattr(model, "embed_tokens", None)
-
-
-def _hidden_size(model: nn.Module) -> int:
-    config = _text_config(model)
-    for name in ("hidden_size", "n_embd", "d_model"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    raise ContractError(
-        f"cannot read the hidden size of {type(model).__name__}; pass hidden_size=",
-        field="hidden_size",
-    )
+def rel_error(seg: Tensor, ref: Tensor, keep: Tensor | None) -> float:
+    """``||seg - ref|| / ||ref||`` over the tokens ``keep`` selects (``None``: all)."""
+    return segment_metrics(seg, ref, keep)[0]
 
 
 def _raw_embedding(model: nn.Module, input_ids: Tensor) -> Tensor | None:
     """The bare embedding-table lookup (no position embeddings, no scaling)."""
-    weight = getattr(_input_embeddings(model), "weight", None)
+    weight = getattr(input_embeddings(model), "weight", None)
     if not isinstance(weight, Tensor):
         return None
     return nn.functional.embedding(input_ids, weight)
@@ -195,7 +200,7 @@ def identify_segments(
     """
     layers = decoder_layers(model, layers_path)
     num_layers = len(layers)
-    h = hidden_size if hidden_size is not None else _hidden_size(model)
+    h = hidden_size if hidden_size is not None else model_hidden_size(model)
     if captured.dim() != 3 or captured.shape[:2] != input_ids.shape:
         raise ContractError(
             f"captured has shape {tuple(captured.shape)}; expected [B, T, k*H] with "
@@ -208,7 +213,7 @@ def identify_segments(
             f"captured width {captured.shape[-1]} is not a positive multiple of hidden_size {h}",
             field="captured",
         )
-    rtol, rtol_source = _choose_rtol(rtol, captured, model)
+    rtol, rtol_source = choose_rtol(rtol, captured, model)
     # real tokens ([B, T, 1]; None: all real), and tokens whose neighbour is real too
     weight = None if attention_mask is None else attention_mask.to(captured.device).bool()
     weight = None if weight is None or bool(weight.all()) else weight[..., None]
@@ -219,21 +224,27 @@ def identify_segments(
     prev: dict[str, Tensor] = {}
     notes: list[str] = []
 
-    def observe(n: int, state: Tensor, extra: tuple[tuple[str, Tensor], ...] = ()) -> None:
+    def observe(n: int, state: Tensor, extra: tuple[tuple[NearMiss, Tensor], ...] = ()) -> None:
         state = state.detach().to(captured.device)
         for seg, st in zip(segs, stats, strict=True):
-            rel, cos, mx = _metrics(seg, state, weight)
+            rel, cos, mx = segment_metrics(seg, state, weight)
             st.exact.append((rel, n, cos, mx))
             if state.shape[1] > 1:
-                st.near.append((_rel(seg[:, 1:], state[:, :-1], pair), SHIFTED_LEFT, n))
-                st.near.append((_rel(seg[:, :-1], state[:, 1:], pair), SHIFTED_RIGHT, n))
+                st.near.append((rel_error(seg[:, 1:], state[:, :-1], pair), SHIFTED_LEFT, n))
+                st.near.append((rel_error(seg[:, :-1], state[:, 1:], pair), SHIFTED_RIGHT, n))
             for label, cand in extra:
-                st.near.append((_rel(seg, cand.detach().to(captured.device), weight), label, n))
+                st.near.append(
+                    (rel_error(seg, cand.detach().to(captured.device), weight), label, n)
+                )
 
     def on_state(n: int, state: Tensor) -> None:
-        extra: list[tuple[str, Tensor]] = []
+        extra: list[tuple[NearMiss, Tensor]] = []
         if n == EMBEDDING:
-            if raw is not None and raw.shape == state.shape and _rel(raw, state, weight) > rtol:
+            if (
+                raw is not None
+                and raw.shape == state.shape
+                and rel_error(raw, state, weight) > rtol
+            ):
                 extra.append((RAW_EMBED, raw))
         elif "stream" in prev:
             extra.append((DELTA, state - prev["stream"]))
@@ -260,7 +271,7 @@ def identify_segments(
         if isinstance(out, Tensor) and out.shape == segs[0].shape and not normed:
             normed.append(True)
             for seg, st in zip(segs, stats, strict=True):
-                st.near.append((_rel(seg, out.detach(), weight), FINAL_NORM, num_layers - 1))
+                st.near.append((rel_error(seg, out.detach(), weight), FINAL_NORM, num_layers - 1))
 
     # Registered before layer_hooks' own: torch runs forward hooks in registration order.
     handles = [layer.register_forward_hook(fused_hidden_hook) for layer in layers]
@@ -287,7 +298,7 @@ def identify_segments(
     return SegmentIdentification(matches, num_layers, h, rtol, rtol_source, tuple(notes))
 
 
-def _choose_rtol(rtol: float | None, captured: Tensor, model: nn.Module) -> tuple[float, str]:
+def choose_rtol(rtol: float | None, captured: Tensor, model: nn.Module) -> tuple[float, str]:
     if rtol is not None:
         if not 0 < rtol < 1:
             raise ContractError(f"rtol must be in (0, 1), got {rtol!r}", field="rtol")
@@ -314,49 +325,49 @@ def _verdict(position: int, st: _Stats, rtol: float, num_layers: int) -> Segment
     best = st.best_two()
     rel, closest, cos, mx = best[0]
     runner_up, runner_rel = (best[1][1], best[1][0]) if len(best) > 1 else (None, float("inf"))
-    near_rel, near_label, near_layer = min(st.near, default=(float("inf"), None, None))
-    common = dict(
-        position=position,
-        closest=closest,
-        rel_error=rel,
-        similarity=cos,
-        max_abs_error=mx,
-        runner_up=runner_up,
-        runner_up_rel_error=runner_rel,
+    near: tuple[float, NearMiss | None, int | None] = min(
+        st.near, default=(float("inf"), None, None)
     )
+    near_rel, near_miss, near_layer = near
+
+    def match(
+        kind: MatchKind,
+        label: str,
+        layer_id: int | None = None,
+        miss: NearMiss | None = None,
+        miss_layer: int | None = None,
+    ) -> SegmentMatch:
+        return SegmentMatch(
+            position=position,
+            layer_id=layer_id,
+            label=label,
+            near_miss=miss,
+            near_miss_layer=miss_layer,
+            closest=closest,
+            rel_error=rel,
+            similarity=cos,
+            max_abs_error=mx,
+            runner_up=runner_up,
+            runner_up_rel_error=runner_rel,
+            kind=kind,
+        )
+
     if _matches(rel, runner_rel, rtol) and (rel <= rtol or near_rel > rel):
-        return SegmentMatch(
-            layer_id=closest,
-            label=describe(closest, num_layers),
-            near_miss=None,
-            near_miss_layer=None,
-            **common,
-        )
+        kind = MatchKind.EMBEDDING if closest == EMBEDDING else MatchKind.LAYER
+        return match(kind, describe(closest, num_layers), layer_id=closest)
     if rel <= rtol:
-        label = (
-            f"ambiguous: equals {describe(closest, num_layers)} and "
-            f"{describe(runner_up, num_layers)} within rtol {rtol:g}; these states are too "
-            f"similar to tell apart at this precision"
+        other = "?" if runner_up is None else describe(runner_up, num_layers)
+        return match(
+            MatchKind.AMBIGUOUS,
+            f"ambiguous: equals {describe(closest, num_layers)} and {other} within rtol "
+            f"{rtol:g}; these states are too similar to tell apart at this precision",
         )
-        return SegmentMatch(
-            layer_id=None, label=label, near_miss=None, near_miss_layer=None, **common
-        )
-    if near_rel <= rtol:
+    if near_rel <= rtol and near_miss is not None:
         what = describe(near_layer, num_layers) if near_layer is not None else "?"
-        return SegmentMatch(
-            layer_id=None,
-            label=f"no layer: {near_label} of {what}",
-            near_miss=near_label,
-            near_miss_layer=near_layer,
-            **common,
-        )
-    return SegmentMatch(
-        layer_id=None,
-        label=(
-            f"no layer: closest is {describe(closest, num_layers)} "
-            f"(rel error {rel:.3g} > rtol {rtol:g})"
-        ),
-        near_miss=None,
-        near_miss_layer=None,
-        **common,
+        kind = MatchKind.POST_NORM if near_miss is NearMiss.FINAL_NORM else MatchKind.NEAR_MISS
+        return match(kind, f"no layer: {near_miss.value} of {what}", None, near_miss, near_layer)
+    return match(
+        MatchKind.NOTHING,
+        f"no layer: closest is {describe(closest, num_layers)} "
+        f"(rel error {rel:.3g} > rtol {rtol:g})",
     )

@@ -67,11 +67,11 @@ def target_from_model(
 ) -> Target:
     """Wrap an in-process model (HF or synthetic) as a ``Target``."""
     from eagle3_contracts.capture.hooks import decoder_layers
-    from eagle3_contracts.capture.identify import _text_config
+    from eagle3_contracts.capture.introspect import text_config
 
     layers = decoder_layers(model, layers_path)
     config = getattr(model, "config", None)
-    text = _text_config(model)
+    text = text_config(model)
     hidden = getattr(text, "hidden_size", None)
     vocab = getattr(text, "vocab_size", None)
     if not isinstance(hidden, int) or not isinstance(vocab, int):

@@ -18,40 +18,35 @@ from torch import Tensor, nn
 
 from eagle3_contracts.capture.hooks import decoder_layers
 from eagle3_contracts.capture.identify import (
-    DELTA,
-    FINAL_NORM,
-    RAW_EMBED,
-    SHIFTED_LEFT,
-    SHIFTED_RIGHT,
+    NearMiss,
     SegmentIdentification,
     SegmentMatch,
-    _choose_rtol,
-    _hidden_size,
-    _input_embeddings,
-    _rel,
-    _text_config,
+    choose_rtol,
     identify_segments,
+    rel_error,
 )
+from eagle3_contracts.capture.introspect import hidden_size, seeded_input_ids, vocab_size
 from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.differences import Difference, FindingKind, classify
 from eagle3_contracts.errors import ContractError, ContractViolation
-from eagle3_contracts.layer_ids import EMBEDDING, describe, uniform_shift
+from eagle3_contracts.layer_ids import EMBEDDING, describe
 
 CaptureFn = Callable[..., Tensor]
 PAD = 3  # tokens of padding in the batch-invariance check
 
 # Near miss -> likely cause, in the user's terms.
-NEAR_MISS_CAUSES: dict[str, str] = {
-    FINAL_NORM: (
+NEAR_MISS_CAUSES: dict[NearMiss, str] = {
+    NearMiss.FINAL_NORM: (
         "the post-norm state was used as the last layer (e.g. HF hidden_states[-1]); capture "
         "the last layer's output with a forward hook, before the final norm"
     ),
-    DELTA: (
+    NearMiss.DELTA: (
         "the residual was dropped: the segment is the layer's delta; fused engines must "
         "capture hidden + residual"
     ),
-    SHIFTED_LEFT: "token alignment: the segment lags the input by one token (shifted right)",
-    SHIFTED_RIGHT: "token alignment: the segment leads the input by one token (shifted left)",
-    RAW_EMBED: (
+    NearMiss.SHIFTED_LEFT: "token alignment: the segment lags the input by one token (shifted right)",
+    NearMiss.SHIFTED_RIGHT: "token alignment: the segment leads the input by one token (shifted left)",
+    NearMiss.RAW_EMBED: (
         "the embedding was taken from embed_tokens before position embeddings/scaling; "
         "capture the input of layer 0 (a forward-pre-hook) instead"
     ),
@@ -59,12 +54,12 @@ NEAR_MISS_CAUSES: dict[str, str] = {
 
 
 # Near miss -> how a segment holding it is described.
-NEAR_MISS_PHRASES: dict[str, str] = {
-    FINAL_NORM: "the final-norm output of {layer}",
-    DELTA: "the delta of {layer} without its residual",
-    SHIFTED_LEFT: "{layer} shifted one token right",
-    SHIFTED_RIGHT: "{layer} shifted one token left",
-    RAW_EMBED: "the raw embed_tokens lookup (no position embeddings/scaling)",
+NEAR_MISS_PHRASES: dict[NearMiss, str] = {
+    NearMiss.FINAL_NORM: "the final-norm output of {layer}",
+    NearMiss.DELTA: "the delta of {layer} without its residual",
+    NearMiss.SHIFTED_LEFT: "{layer} shifted one token right",
+    NearMiss.SHIFTED_RIGHT: "{layer} shifted one token left",
+    NearMiss.RAW_EMBED: "the raw embed_tokens lookup (no position embeddings/scaling)",
 }
 
 
@@ -98,25 +93,10 @@ class VerifyReport:
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _vocab_size(model: nn.Module) -> int:
-    value = getattr(_text_config(model), "vocab_size", None)
-    if isinstance(value, int) and value > 0:
-        return value
-    emb = _input_embeddings(model)
-    if isinstance(emb, nn.Embedding):
-        return emb.num_embeddings
-    raise ContractError(
-        f"cannot read the vocabulary size of {type(model).__name__}; pass input_ids=",
-        field="input_ids",
-    )
-
-
 def default_input_ids(model: nn.Module, batch: int = 2, tokens: int = 12) -> Tensor:
-    """Seeded random tokens (``batch x tokens``), independent of torch's global RNG."""
-    g = torch.Generator().manual_seed(1234)
-    vocab = _vocab_size(model)
+    """Seeded random tokens (``batch x tokens``) on the model's device."""
     device = next(iter(model.parameters())).device
-    return torch.randint(0, vocab, (batch, tokens), generator=g).to(device)
+    return seeded_input_ids(vocab_size(model), batch, tokens, seed=1234).to(device)
 
 
 def _accepts_mask(fn: CaptureFn) -> bool:
@@ -141,72 +121,37 @@ def _what(match: SegmentMatch, num_layers: int) -> str:
     if match.layer_id is not None:
         text = describe(match.layer_id, num_layers)
         return "the embedding (-1)" if match.layer_id == EMBEDDING else text
-    if match.near_miss is not None:
+    if match.near_miss is not None and match.near_miss_layer is not None:
         layer = describe(match.near_miss_layer, num_layers)
-        return NEAR_MISS_PHRASES.get(match.near_miss, "{layer}: " + match.near_miss).format(
-            layer=layer
-        )
+        return NEAR_MISS_PHRASES[match.near_miss].format(layer=layer)
     return (
         f"no layer (closest {describe(match.closest, num_layers)}, rel error {match.rel_error:.3g})"
     )
 
 
-def diagnose(
+def explain_mismatch(
     found: tuple[SegmentMatch, ...], contract: CaptureContract, *, batch_dependent: bool = False
 ) -> tuple[list[str], list[str]]:
     """(per-segment findings, likely causes) for an identification against a contract.
 
+    ``classify`` says how the identified ids differ from the contract's; this renders it.
     ``batch_dependent``: states were found to depend on the batch, which explains unidentified
     segments better than a generic "different layers" cause.
     """
-    expected = contract.concat_ids
     num_layers = contract.num_layers
-    ids = [m.layer_id for m in found]
+    differences = classify(contract.concat_ids, [m.layer_id for m in found])
     findings = [
-        f"segment {m.position} is {_what(m, num_layers)}; the contract expects "
-        f"{describe(expected[m.position], num_layers) if m.position < len(expected) else 'nothing'}"
-        for m in found
-        if m.position >= len(expected) or m.layer_id != expected[m.position]
+        f"segment {d.position} is {_what(found[d.position], num_layers)}; the contract expects "
+        f"{'nothing' if d.expected is None else describe(d.expected, num_layers)}"
+        for d in differences
+        if d.kind is FindingKind.SEGMENT and d.position is not None and d.position < len(found)
     ]
-    causes: list[str] = []
-    known = [n for n in ids if n is not None]
-    if len(found) < len(expected):
-        missing = [describe(n, num_layers) for n in expected if n not in known]
-        causes.append(
-            f"a segment is missing: the capture holds {len(found)} of {len(expected)} states"
-            + (f" ({', '.join(missing)} absent)" if missing else "")
-            + "; likely the last layer is unreachable or the capture loop stops early"
-        )
-    elif len(found) > len(expected):
-        causes.append(f"the capture holds {len(found)} states, the contract {len(expected)}")
-    same_len = len(found) == len(expected)
-    if same_len and None not in ids and ids != list(expected):
-        shift = uniform_shift(expected, ids)  # type: ignore[arg-type]
-        if sorted(ids) == sorted(expected):
-            causes.append(
-                f"the right layers in the wrong order: {ids} instead of {list(expected)}; the "
-                f"contract concatenates {contract.order}"
-                + (
-                    " (as every engine does: sort the ids)"
-                    if contract.order == "ascending"
-                    else " (in config-list order)"
-                )
-            )
-        elif ids[0] == EMBEDDING != expected[0] and ids[1:] == list(expected[:-1]):
-            causes.append("segments are shifted one position: an embedding was inserted")
-        elif shift == -1:
-            causes.append(
-                "every segment is one layer early: ids were used as boundary (input-of-layer) "
-                "indices where layer outputs were meant; the +1 offset is missing"
-            )
-        elif shift == 1:
-            causes.append(
-                "every segment is one layer late: a +1 offset was applied to ids that were "
-                "already layer outputs"
-            )
-    by_miss: dict[str, list[str]] = {}
+    causes = [
+        cause for d in differences if (cause := _cause(d, differences, found, contract)) is not None
+    ]
+    by_miss: dict[NearMiss, list[str]] = {}
     for m in found:
-        if m.near_miss in NEAR_MISS_CAUSES:
+        if m.near_miss is not None:
             by_miss.setdefault(m.near_miss, []).append(str(m.position))
     for miss, positions in by_miss.items():
         noun = "segment" if len(positions) == 1 else "segments"
@@ -214,6 +159,49 @@ def diagnose(
     if findings and not causes and not batch_dependent:
         causes.append("the capture reads different layers than the contract names")
     return findings, causes
+
+
+def _cause(
+    d: Difference,
+    differences: tuple[Difference, ...],
+    found: tuple[SegmentMatch, ...],
+    contract: CaptureContract,
+) -> str | None:
+    """The likely cause ``d`` points at, in the capture author's terms (None: no headline)."""
+    expected = contract.concat_ids
+    if d.kind is FindingKind.WIDTH_DIFFERS and len(found) < len(expected):
+        absent = [m.layers for m in differences if m.kind is FindingKind.LAYER_MISSING]
+        names = [describe(n, contract.num_layers) for n in (absent[0] if absent else ())]
+        return (
+            f"a segment is missing: the capture holds {len(found)} of {len(expected)} states"
+            + (f" ({', '.join(names)} absent)" if names else "")
+            + "; likely the last layer is unreachable or the capture loop stops early"
+        )
+    if d.kind is FindingKind.WIDTH_DIFFERS:
+        return f"the capture holds {len(found)} states, the contract {len(expected)}"
+    if d.kind is FindingKind.ORDER_DIFFERS and not d.partial:
+        how = (
+            " (as every engine does: sort the ids)"
+            if contract.order == "ascending"
+            else " (in config-list order)"
+        )
+        return (
+            f"the right layers in the wrong order: {list(d.layers)} instead of "
+            f"{list(expected)}; the contract concatenates {contract.order}{how}"
+        )
+    if d.kind is FindingKind.EMBEDDING_INSERTED and d.displaced is not None:
+        return "segments are shifted one position: an embedding was inserted"
+    if d.kind is FindingKind.SHIFTED and d.shift == -1:
+        return (
+            "every segment is one layer early: ids were used as boundary (input-of-layer) "
+            "indices where layer outputs were meant; the +1 offset is missing"
+        )
+    if d.kind is FindingKind.SHIFTED and d.shift == 1:
+        return (
+            "every segment is one layer late: a +1 offset was applied to ids that were "
+            "already layer outputs"
+        )
+    return None
 
 
 def _violation(headline: str, findings: list[str], causes: list[str]) -> ContractViolation:
@@ -239,78 +227,32 @@ def verify_capture(
     ``capture_fn`` accepts ``attention_mask=``, batch invariance uses a padded batch; otherwise
     a batch of equal-length sequences (also reported).
     """
-    if not isinstance(contract, CaptureContract):
-        raise ContractError(
-            f"contract must be a CaptureContract, got {type(contract).__name__}", field="contract"
-        )
     notes: list[str] = []
-    num_layers = len(decoder_layers(model, layers_path))
-    hidden = _hidden_size(model)
-    if (num_layers, hidden) != (contract.num_layers, contract.hidden_size):
-        raise ContractError(
-            f"the contract is for a {contract.num_layers} x {contract.hidden_size} target; the "
-            f"model is {num_layers} x {hidden}",
-            field="contract",
-        )
-    if input_ids is None:
-        input_ids = default_input_ids(model)
-        notes.append(f"input_ids not given: used {tuple(input_ids.shape)} seeded random tokens")
-    if input_ids.dim() != 2 or input_ids.shape[0] < 2 or input_ids.shape[1] < PAD + 2:
-        raise ContractError(
-            f"input_ids must be [B >= 2, T >= {PAD + 2}] (batch invariance needs two "
-            f"sequences), got {tuple(input_ids.shape)}",
-            field="input_ids",
-        )
-    checks: list[Check] = []
+    hidden = _check_target(model, contract, layers_path)
+    input_ids = _check_input_ids(model, input_ids, notes)
     alone_ids = input_ids[:1]
     alone = _run(capture_fn, model, alone_ids)
-
-    # width and token alignment
-    b, t = alone_ids.shape
-    if alone.dim() != 3 or alone.shape[0] != b:
-        raise _violation(f"capture shape {tuple(alone.shape)} is not [B={b}, T={t}, k*H]", [], [])
-    if alone.shape[1] != t:
-        raise _violation(
-            "token alignment",
-            [f"the capture has {alone.shape[1]} tokens for {t} input tokens"],
-            ["every token's state must be kept (not only the last/sampled positions)"],
-        )
-    checks.append(Check("token alignment", True, f"{t} tokens in, {t} out"))
-    k, rem = divmod(alone.shape[-1], hidden)
-    if rem:
-        raise _violation(
-            "width",
-            [f"capture width {alone.shape[-1]} is not a multiple of hidden_size {hidden}"],
-            ["states were sized from another hidden size (e.g. the drafter's)"],
-        )
-    width_ok = alone.shape[-1] == contract.width
-    checks.append(
-        Check("width", width_ok, f"{alone.shape[-1]} = {k} x {hidden} (contract {contract.width})")
-    )
+    checks = _check_shape(alone, alone_ids, hidden, contract)
+    width_ok = checks[-1].ok
 
     # determinism
     again = _run(capture_fn, model, alone_ids)
-    tol, _ = _choose_rtol(rtol, alone, model)
-    drift = _rel(again, alone, None) if again.shape == alone.shape else float("inf")
+    tol, _ = choose_rtol(rtol, alone, model)
+    drift = rel_error(again, alone, None) if again.shape == alone.shape else float("inf")
     checks.append(Check("determinism", drift <= tol, f"rel difference {drift:.3g} (rtol {tol:g})"))
 
-    # batch invariance
     batch_findings = _batch_invariance(capture_fn, model, input_ids, alone, tol, notes)
 
     # segment identity
     ident = identify_segments(
         alone, model, alone_ids, hidden_size=hidden, rtol=rtol, layers_path=layers_path
     )
-    findings, causes = diagnose(ident.segments, contract, batch_dependent=bool(batch_findings))
-    identity_ok = width_ok and not findings
-    checks.append(
-        Check(
-            "segment identity",
-            identity_ok,
-            ", ".join(m.label for m in ident.segments) if identity_ok else "; ".join(findings),
-        )
+    findings, causes = explain_mismatch(
+        ident.segments, contract, batch_dependent=bool(batch_findings)
     )
-
+    identity_ok = width_ok and not findings
+    identity = ", ".join(m.label for m in ident.segments) if identity_ok else "; ".join(findings)
+    checks.append(Check("segment identity", identity_ok, identity))
     checks.append(
         Check(
             "batch invariance",
@@ -318,7 +260,6 @@ def verify_capture(
             "; ".join(batch_findings) or "each sequence alone equals it inside a padded batch",
         )
     )
-
     failed = [c for c in checks if not c.ok]
     if not failed:
         return VerifyReport(contract, ident, tuple(checks), tuple(notes))
@@ -335,6 +276,64 @@ def verify_capture(
         findings + batch_findings,
         causes,
     )
+
+
+def _check_target(model: nn.Module, contract: CaptureContract, layers_path: str | None) -> int:
+    """The contract is a ``CaptureContract`` for this model's shape; return the hidden size."""
+    if not isinstance(contract, CaptureContract):
+        raise ContractError(
+            f"contract must be a CaptureContract, got {type(contract).__name__}", field="contract"
+        )
+    num_layers = len(decoder_layers(model, layers_path))
+    hidden = hidden_size(model)
+    if (num_layers, hidden) != (contract.num_layers, contract.hidden_size):
+        raise ContractError(
+            f"the contract is for a {contract.num_layers} x {contract.hidden_size} target; the "
+            f"model is {num_layers} x {hidden}",
+            field="contract",
+        )
+    return hidden
+
+
+def _check_input_ids(model: nn.Module, input_ids: Tensor | None, notes: list[str]) -> Tensor:
+    """The given ids (``[B >= 2, T >= PAD + 2]``), or seeded defaults (said in ``notes``)."""
+    if input_ids is None:
+        input_ids = default_input_ids(model)
+        notes.append(f"input_ids not given: used {tuple(input_ids.shape)} seeded random tokens")
+    if input_ids.dim() != 2 or input_ids.shape[0] < 2 or input_ids.shape[1] < PAD + 2:
+        raise ContractError(
+            f"input_ids must be [B >= 2, T >= {PAD + 2}] (batch invariance needs two "
+            f"sequences), got {tuple(input_ids.shape)}",
+            field="input_ids",
+        )
+    return input_ids
+
+
+def _check_shape(
+    alone: Tensor, alone_ids: Tensor, hidden: int, contract: CaptureContract
+) -> list[Check]:
+    """Token alignment and width of one sequence's capture (a violation when unreadable)."""
+    b, t = alone_ids.shape
+    if alone.dim() != 3 or alone.shape[0] != b:
+        raise _violation(f"capture shape {tuple(alone.shape)} is not [B={b}, T={t}, k*H]", [], [])
+    if alone.shape[1] != t:
+        raise _violation(
+            "token alignment",
+            [f"the capture has {alone.shape[1]} tokens for {t} input tokens"],
+            ["every token's state must be kept (not only the last/sampled positions)"],
+        )
+    k, rem = divmod(alone.shape[-1], hidden)
+    if rem:
+        raise _violation(
+            "width",
+            [f"capture width {alone.shape[-1]} is not a multiple of hidden_size {hidden}"],
+            ["states were sized from another hidden size (e.g. the drafter's)"],
+        )
+    width_ok = alone.shape[-1] == contract.width
+    return [
+        Check("token alignment", True, f"{t} tokens in, {t} out"),
+        Check("width", width_ok, f"{alone.shape[-1]} = {k} x {hidden} (contract {contract.width})"),
+    ]
 
 
 def _batch_invariance(
@@ -365,7 +364,7 @@ def _batch_invariance(
         return [f"the batched capture has shape {tuple(batch.shape)} ({how})"]
     findings = []
     for row, alone, n in [(0, alone0, t), *others]:
-        err = _rel(batch[row, :n], alone[0, :n], None)
+        err = rel_error(batch[row, :n], alone[0, :n], None)
         if err > tol:
             findings.append(
                 f"sequence {row} alone differs from it inside {how} (rel error {err:.3g})"

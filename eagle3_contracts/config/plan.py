@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts import conventions
+from eagle3_contracts.config import serving
 from eagle3_contracts.config.readers import (
     DraftConfig,
     TargetConfig,
@@ -31,8 +31,10 @@ from eagle3_contracts.conventions import (
     PipelineParallel,
     Validation,
 )
+from eagle3_contracts.conventions.predict import Feed
+from eagle3_contracts.differences import Difference, FindingKind, classify
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.layer_ids import describe, uniform_shift
+from eagle3_contracts.layer_ids import describe
 
 if TYPE_CHECKING:
     from eagle3_contracts.parallel.partition import LayerPartition
@@ -59,6 +61,19 @@ class CapturePlan:
     refused: str | None = None  # the system refuses this config at load (why)
     pp_dropped: tuple[int, ...] = ()  # canonical ids lost to pipeline parallelism
     convention: Convention | None = field(default=None, repr=False, compare=False)
+    # -- release-true answers (engines and trainer releases, ``config.serving``) -------------
+    kind: str = "segments"  # "segments", "crash", "unsupported" or "unknown"
+    crash: str | None = None  # crash class ("fc-width-mismatch", "embedding-residual-none", ...)
+    release: str | None = None  # "sglang==0.5.23" (the release answered for)
+    runner: str | None = None  # vLLM model runner "v1" / "v2"
+    model_file: str | None = None  # the target's model file in that release
+    source: str = ""  # file:line of the release code the answer comes from
+    assumptions: tuple[str, ...] = ()  # what the answer assumed (unversioned name, runner)
+    width_states: int | None = None  # states the release builds the drafter's fc for
+    state: str = "residual stream"  # what each segment holds
+    read_path: str | None = None  # where that release reads ids (where a fix writes them)
+    feed: Feed | None = field(default=None, repr=False, compare=False)
+    inputs: tuple[DraftConfig, TargetConfig] | None = field(default=None, repr=False, compare=False)
 
     @property
     def width(self) -> int:
@@ -77,9 +92,27 @@ class CapturePlan:
         extra = "".join(f", {s}" for s in self.non_canonical)
         return f"{self.system}: [{ids}{extra}]"
 
+    @property
+    def key(self) -> str:
+        """``sglang==0.5.23 deepseek_v2.py``, ``vllm==0.33.0:v2 llama.py``, or the name."""
+        if self.release is None:
+            return self.system
+        runner = f":{self.runner}" if self.runner else ""
+        file = f" {self.model_file}" if self.model_file else ""
+        return f"{self.release}{runner}{file}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "system": self.system,
+            "kind": self.kind,
+            "crash": self.crash,
+            "release": self.release,
+            "runner": self.runner,
+            "model_file": self.model_file,
+            "source": self.source,
+            "assumptions": list(self.assumptions),
+            "width_states": self.width_states,
+            "state": self.state,
             "layer_ids": list(self.layer_ids),
             "order": self.order,
             "native_ids": None if self.native_ids is None else list(self.native_ids),
@@ -90,20 +123,6 @@ class CapturePlan:
             "pp_dropped": list(self.pp_dropped),
             "notes": list(self.notes),
         }
-
-
-class FindingKind(str, Enum):
-    """How a served plan differs from the trained one."""
-
-    REFUSED = "refused"
-    SHIFTED = "shifted"
-    EMBEDDING_INSERTED = "embedding-inserted"
-    LAYER_MISSING = "layer-missing"
-    EXTRA_LAYER = "extra-layer"
-    ORDER_DIFFERS = "order-differs"
-    POST_NORM_FED = "post-norm-fed"
-    WIDTH_DIFFERS = "width-differs"
-    TARGET_DIFFERS = "target-differs"
 
 
 @dataclass(frozen=True)
@@ -136,7 +155,12 @@ def resolve(
     *,
     partition: LayerPartition | None = None,
 ) -> CapturePlan:
-    """The canonical ids ``system`` will actually feed this drafter on this target."""
+    """The canonical ids ``system`` will actually feed this drafter on this target.
+
+    Engine names (``sglang``, ``vllm==0.33.0:v1``) and trainer releases (``specforge``,
+    ``specforge==0.2.0``: what it trained the drafter on) are answered per release through
+    ``config.serving``.
+    """
     draft = (
         draft_config if isinstance(draft_config, DraftConfig) else read_draft_config(draft_config)
     )
@@ -145,6 +169,8 @@ def resolve(
         if isinstance(target_config, TargetConfig)
         else read_target_config(target_config)
     )
+    if isinstance(system, str) and serving.answers(system):
+        return _release_plan(draft, target, system, partition)
     conv = conventions.get(system, model_type=target.model_type, architectures=target.architectures)
     n = target.num_layers
     notes: list[str] = []
@@ -185,6 +211,53 @@ def resolve(
         refused=refused,
         pp_dropped=pp_dropped,
         convention=conv,
+    )
+
+
+_FAMILY_CONVENTION = {"sglang": "sglang", "vllm": "vllm"}
+"""Registry entry whose pipeline-parallel behaviour an engine release shares."""
+
+
+def _release_plan(
+    draft: DraftConfig,
+    target: TargetConfig,
+    system: str,
+    partition: LayerPartition | None,
+) -> CapturePlan:
+    feed = serving.feed_for(system, draft, target)
+    notes = list(feed.notes)
+    ids = feed.canonical
+    family = feed.release.split("==", 1)[0]
+    conv = conventions.get(_FAMILY_CONVENTION.get(family, "sglang"))
+    if partition is not None and feed.kind in ("segments", "crash"):
+        ids, pp_dropped = _pipeline(conv, ids, target.num_layers, partition, notes)
+    else:
+        pp_dropped = ()
+    return CapturePlan(
+        system=system,
+        layer_ids=ids,
+        num_layers=target.num_layers,
+        hidden_size=target.hidden_size,
+        order="ascending",
+        native_ids=feed.native_ids,
+        ids_source=feed.ids_source or "default",
+        notes=tuple(notes),
+        non_canonical=("final post-norm state",) if feed.final_state else (),
+        refused=notes[-1] if feed.crash == "trainer-refused" else None,
+        pp_dropped=pp_dropped,
+        convention=conv,
+        kind=feed.kind,
+        crash=feed.crash,
+        release=feed.release,
+        runner=feed.runner,
+        model_file=feed.model_file or None,
+        source=feed.source,
+        assumptions=feed.assumptions,
+        width_states=feed.width_states,
+        state=feed.state,
+        read_path=feed.read_path,
+        feed=feed,
+        inputs=(draft, target),
     )
 
 
@@ -346,7 +419,10 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
     t, s = trained.layer_ids, served.layer_ids
     h_t, h_s = trained.hidden_size, served.hidden_size
     raw: list[tuple[FindingKind, str, tuple[int, ...], int | None]] = []
-    if trained.refused:
+    verdict = _release_verdict(trained, served)
+    if verdict is not None:
+        raw.append(verdict)
+    elif trained.refused:
         raw.append(
             (FindingKind.REFUSED, f"{trained.system} refuses it: {trained.refused}", (), None)
         )
@@ -364,6 +440,16 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
         )
     else:
         raw.extend(_layer_findings(t, s, trained.num_layers))
+        if served.state != trained.state:
+            raw.append(
+                (
+                    FindingKind.WRONG_STATE,
+                    f"{served.key} feeds the {served.state}; the drafter was trained on the "
+                    f"{trained.state} ({served.notes[-1] if served.notes else served.source})",
+                    (),
+                    None,
+                )
+            )
         new_post = [x for x in served.non_canonical if x not in trained.non_canonical]
         if new_post:
             raw.append(
@@ -387,73 +473,139 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
             )
     if not raw:
         return ()
-    fix_ids, fix = _fix(trained, served)
+    if verdict is not None and verdict[0] in (FindingKind.UNKNOWN, FindingKind.UNSUPPORTED):
+        fix_ids, fix = None, f"no fix: {verdict[1]}"
+    elif served.feed is not None:
+        fix_ids, fix = _release_fix(trained, served)
+    else:
+        fix_ids, fix = _fix(trained, served)
     return tuple(
         Finding(kind, msg, layers, shift, fix_ids, fix) for kind, msg, layers, shift in raw
     )
 
 
+def _trained_count(plan: CapturePlan) -> int:
+    return len(plan.layer_ids) + len(plan.non_canonical)
+
+
+def _release_verdict(
+    trained: CapturePlan, served: CapturePlan
+) -> tuple[FindingKind, str, tuple[int, ...], int | None] | None:
+    """The finding that replaces the layer comparison: an unknown, unsupported or crashing
+    release, or an fc the served release builds for another number of states."""
+    why = lambda p: "; ".join(p.notes[-1:]) or p.source  # noqa: E731
+    if trained.kind == "unknown":
+        return (
+            FindingKind.UNKNOWN,
+            f"unknown: what {trained.key} trained on: {why(trained)}",
+            (),
+            None,
+        )
+    if trained.kind == "unsupported":
+        return (
+            FindingKind.UNSUPPORTED,
+            f"unsupported: {trained.key} cannot capture training features for this target "
+            f"({trained.source})",
+            (),
+            None,
+        )
+    if served.kind == "unsupported":
+        return (FindingKind.UNSUPPORTED, f"unsupported: {served.source}", (), None)
+    if served.kind == "unknown":
+        return (
+            FindingKind.UNKNOWN,
+            f"unknown: {why(served)} (needs reading at {served.source})",
+            (),
+            None,
+        )
+    if trained.refused or trained.kind != "segments" or served.feed is None:
+        return None
+    if served.kind == "crash":
+        return (
+            FindingKind.CRASHES,
+            f"{served.key} crashes ({served.crash}): {why(served)}",
+            served.layer_ids,
+            None,
+        )
+    count = _trained_count(trained)
+    if (
+        served.width_states is not None
+        and not served.non_canonical
+        and served.width_states != count
+    ):
+        return (
+            FindingKind.CRASHES,
+            f"{served.key} builds the drafter's fc for {served.width_states} states "
+            f"({served.width_states * served.hidden_size} wide), the checkpoint's fc was trained "
+            f"on {count}: weight-load error at startup",
+            (),
+            None,
+        )
+    return None
+
+
+def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | None, str]:
+    assert served.feed is not None and served.inputs is not None
+    if trained.kind != "segments" or trained.refused:
+        return None, f"no fix: the trained side is {trained.kind} ({trained.key})"
+    if trained.non_canonical or served.non_canonical:
+        return None, (
+            "no native ids can express it: the drafter was trained on (or is served) the final "
+            "post-norm state instead of aux states (eagle_config.use_aux_hidden_state)"
+        )
+    draft, target = served.inputs
+    fix = serving.proven_fix(
+        trained.layer_ids,
+        _trained_count(trained),
+        served.system,
+        served.feed,
+        draft,
+        target,
+        state=trained.state,
+    )
+    if fix.native_ids is not None and served.pp_dropped:
+        return fix.native_ids, (
+            f"{fix.why}, and put every captured layer on the last pipeline stage "
+            f"(--pp-partition) or serve without pipeline parallelism"
+        )
+    return fix.native_ids, fix.why
+
+
 def _layer_findings(
     t: tuple[int, ...], s: tuple[int, ...], n: int
 ) -> list[tuple[FindingKind, str, tuple[int, ...], int | None]]:
-    out: list[tuple[FindingKind, str, tuple[int, ...], int | None]] = []
-    if t == s:
-        return out
-    names = lambda ids: ", ".join(describe(i, n) for i in ids)  # noqa: E731
-    if sorted(t) == sorted(s):
-        out.append(
-            (
-                FindingKind.ORDER_DIFFERS,
-                f"same layers, different concatenation order: trained [{', '.join(map(str, t))}]"
-                f", served [{', '.join(map(str, s))}]",
-                t,
-                None,
-            )
+    """``classify``'s differences in the plan's words (the width is the plans' own finding)."""
+    return [
+        (d.kind, _layer_message(d, t, s, n), d.layers, d.shift)
+        for d in classify(t, s)
+        if d.kind not in (FindingKind.WIDTH_DIFFERS, FindingKind.SEGMENT)
+    ]
+
+
+def _layer_message(d: Difference, t: tuple[int, ...], s: tuple[int, ...], n: int) -> str:
+    names = ", ".join(describe(i, n) for i in d.layers)
+    if d.kind is FindingKind.ORDER_DIFFERS and d.partial:
+        return (
+            f"shared layers are concatenated in a different order: trained {list(d.layers)}, "
+            f"served {[i for i in s if i in t]}"
         )
-        return out
-    k = uniform_shift(t, s)
-    if k is not None:
-        way = "late" if k > 0 else "early"
-        out.append(
-            (
-                FindingKind.SHIFTED,
-                f"shifted by {k:+d}: every state is {abs(k)} layer{'s' * (abs(k) != 1)} "
-                f"{way} ([{', '.join(map(str, s))}] instead of [{', '.join(map(str, t))}])",
-                s,
-                k,
-            )
+    if d.kind is FindingKind.ORDER_DIFFERS:
+        return (
+            f"same layers, different concatenation order: trained [{', '.join(map(str, t))}]"
+            f", served [{', '.join(map(str, s))}]"
         )
-        return out
-    if -1 in s and -1 not in t:
-        out.append(
-            (
-                FindingKind.EMBEDDING_INSERTED,
-                "the embedding (canonical -1) is fed; the drafter was not trained on it",
-                (-1,),
-                None,
-            )
+    if d.kind is FindingKind.SHIFTED:
+        k = d.shift or 0
+        return (
+            f"shifted by {k:+d}: every state is {abs(k)} layer{'s' * (abs(k) != 1)} "
+            f"{'late' if k > 0 else 'early'} ([{', '.join(map(str, s))}] instead of "
+            f"[{', '.join(map(str, t))}])"
         )
-    missing = tuple(i for i in t if i not in s)
-    if missing:
-        out.append((FindingKind.LAYER_MISSING, f"not fed: {names(missing)}", missing, None))
-    extra = tuple(i for i in s if i not in t and i != -1)
-    if extra:
-        out.append(
-            (FindingKind.EXTRA_LAYER, f"fed but not trained on: {names(extra)}", extra, None)
-        )
-    common_t = [i for i in t if i in s]
-    common_s = [i for i in s if i in t]
-    if common_t != common_s:
-        out.append(
-            (
-                FindingKind.ORDER_DIFFERS,
-                f"shared layers are concatenated in a different order: trained {common_t}, "
-                f"served {common_s}",
-                tuple(common_t),
-                None,
-            )
-        )
-    return out
+    if d.kind is FindingKind.EMBEDDING_INSERTED:
+        return "the embedding (canonical -1) is fed; the drafter was not trained on it"
+    if d.kind is FindingKind.LAYER_MISSING:
+        return f"not fed: {names}"
+    return f"fed but not trained on: {names}"  # EXTRA_LAYER
 
 
 def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | None, str]:

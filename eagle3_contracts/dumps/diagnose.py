@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts._text import text_table
 from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.differences import Difference, FindingKind, classify
 from eagle3_contracts.errors import ContractError, DumpError
-from eagle3_contracts.layer_ids import EMBEDDING, check_layer_id, describe, uniform_shift
+from eagle3_contracts.layer_ids import check_layer_id, describe, uniform_shift
 
 if TYPE_CHECKING:
-    from eagle3_contracts.capture.identify import SegmentIdentification, SegmentMatch
+    from eagle3_contracts.capture.identify import MatchKind, SegmentIdentification
     from eagle3_contracts.capture.targets import Target
     from eagle3_contracts.dumps.format import Dump
 
@@ -101,20 +102,17 @@ def claim_from_contract(contract: CaptureContract, *, basis: str = "contract") -
 
 # -- differences ---------------------------------------------------------------------------------
 
-UNIDENTIFIED = "unidentified"  # a segment equal to no state of the target
-SEGMENT = "segment"  # one position's detail: want X, got Y
-
 
 @dataclass(frozen=True)
-class Difference:
-    """One way a feed differs from another; ``kind`` reuses ``plan.FindingKind`` values."""
+class DumpFinding:
+    """One way a feed differs from another, in words (``differences.classify`` decides)."""
 
-    kind: str  # FindingKind value ("shifted", "embedding-inserted", ...) or UNIDENTIFIED/SEGMENT
+    kind: FindingKind
     message: str
     layers: tuple[int, ...] = ()  # canonical ids concerned
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "layers": list(self.layers)}
+        return {"kind": self.kind.value, "message": self.message, "layers": list(self.layers)}
 
 
 def _name(layer_id: int | None, num_layers: int) -> str:
@@ -125,6 +123,14 @@ def _ids(ids: Sequence[int | None]) -> str:
     return "[" + ", ".join("?" if n is None else str(n) for n in ids) + "]"
 
 
+# A uniform shift -> the failure it usually is.
+_SHIFT_CAUSES = {
+    -1: "ids read as loop indices / layer inputs where layer outputs were meant: "
+    "the sglang#25454 / vllm#43671 off-by-one",
+    1: "a +1 applied to ids that already named layer outputs",
+}
+
+
 def describe_difference(
     want: Sequence[int | None],
     got: Sequence[int | None],
@@ -133,114 +139,87 @@ def describe_difference(
     want_name: str = "expected",
     got_name: str = "found",
     got_labels: Sequence[str] | None = None,
-) -> tuple[Difference, ...]:
-    """How ``got`` differs from ``want``: headline patterns first, then each segment.
+    post_norm: Sequence[int] = (),
+) -> tuple[DumpFinding, ...]:
+    """How ``got`` differs from ``want`` (``differences.classify``), in the diagnosis's words.
 
     Both are canonical ids per segment in concatenation order; ``None`` = no layer identified
-    (``got_labels`` then says what it is). Empty when identical and fully identified.
+    (``got_labels`` then says what it is; ``post_norm`` lists the segments that are the final
+    post-norm state). Empty when identical and fully identified.
     """
-    from eagle3_contracts.config.plan import FindingKind as K
-
     want, got = list(want), list(got)
     labels = list(got_labels) if got_labels is not None else [_name(n, num_layers) for n in got]
-    out: list[Difference] = []
-    fully = None not in want and None not in got
-    if want == got and fully:
-        return ()
-    if len(want) != len(got):
-        out.append(
-            Difference(
-                K.WIDTH_DIFFERS.value,
-                f"{got_name} has {len(got)} segments, {want_name} {len(want)}: the drafter's fc "
-                f"input width differs",
-            )
+    names = (want_name, got_name)
+    return tuple(
+        DumpFinding(d.kind, _message(d, want, got, labels, names, num_layers), _layers(d))
+        for d in classify(want, got, post_norm=post_norm)
+    )
+
+
+def _layers(d: Difference) -> tuple[int, ...]:
+    kinds = (FindingKind.WIDTH_DIFFERS, FindingKind.POST_NORM_FED, FindingKind.SEGMENT)
+    return () if d.kind in kinds else d.layers
+
+
+def _message(
+    d: Difference,
+    want: list[int | None],
+    got: list[int | None],
+    labels: list[str],
+    names: tuple[str, str],
+    num_layers: int,
+) -> str:
+    want_name, got_name = names
+    p = d.position if d.position is not None else 0
+    if d.kind is FindingKind.WIDTH_DIFFERS:
+        return (
+            f"{got_name} has {len(got)} segments, {want_name} {len(want)}: the drafter's fc "
+            f"input width differs"
         )
-    # -- headline patterns ---------------------------------------------------------------
-    if fully and len(want) == len(got):
-        shift = uniform_shift(want, got)  # type: ignore[arg-type]
-        if sorted(want) == sorted(got):  # type: ignore[type-var]
-            out.append(
-                Difference(
-                    K.ORDER_DIFFERS.value,
-                    f"same layers in a different order: {got_name} concatenates {_ids(got)}, "
-                    f"{want_name} {_ids(want)} (config-list order vs ascending order?)",
-                    tuple(got),  # type: ignore[arg-type]
-                )
-            )
-        elif shift is not None:
-            d = shift
-            cause = {
-                -1: "ids read as loop indices / layer inputs where layer outputs were meant: "
-                "the sglang#25454 / vllm#43671 off-by-one",
-                1: "a +1 applied to ids that already named layer outputs",
-            }.get(d, "an offset rule mismatch")
-            out.append(
-                Difference(
-                    K.SHIFTED.value,
-                    f"every segment is {abs(d)} layer{'s' * (abs(d) != 1)} "
-                    f"{'early' if d < 0 else 'late'}: {got_name} holds {_ids(got)}, "
-                    f"{want_name} {_ids(want)} ({cause})",
-                    tuple(got),  # type: ignore[arg-type]
-                )
-            )
-    if EMBEDDING in got and EMBEDDING not in want:
-        p = got.index(EMBEDDING)
-        rest = got[:p] + got[p + 1 :]
-        if len(got) == len(want) and rest == want[:-1]:
-            message = (
-                f"the embedding (-1) was inserted at segment {p}: the segments after it moved "
-                f"one position right and {_name(want[-1], num_layers)} was dropped (the "
-                f"embedding counted as a layer, EAGLE#239)"
-            )
-        else:
-            message = f"segment {p} holds the embedding (-1), which {want_name} does not"
-        out.append(Difference(K.EMBEDDING_INSERTED.value, message, (EMBEDDING,)))
-    for p, label in enumerate(labels):
-        if p < len(got) and got[p] is None and "final-norm" in label:
-            out.append(
-                Difference(
-                    K.POST_NORM_FED.value,
-                    f"segment {p} is the final-norm (post-norm) state, not a layer output: "
-                    f"hidden_states[-1] used as the last layer (TorchSpec#87); capture the "
-                    f"last layer's output with a forward hook instead",
-                )
-            )
-    # -- set differences (when no headline above explains them) ----------------------------
-    if fully and not out:
-        dropped = tuple(n for n in want if n not in got)
-        added = tuple(n for n in got if n not in want)
-        if dropped:
-            out.append(
-                Difference(
-                    K.LAYER_MISSING.value,
-                    f"{want_name} layer(s) {list(dropped)} appear in no {got_name} segment",
-                    dropped,  # type: ignore[arg-type]
-                )
-            )
-        if added:
-            out.append(
-                Difference(
-                    K.EXTRA_LAYER.value,
-                    f"{got_name} holds layer(s) {list(added)} that {want_name} does not",
-                    added,  # type: ignore[arg-type]
-                )
-            )
-    # -- per segment -------------------------------------------------------------------------
-    for p in range(max(len(want), len(got))):
-        w = want[p] if p < len(want) else None
-        g = got[p] if p < len(got) else None
-        if p < len(want) and p < len(got) and w == g and g is not None:
-            continue
-        w_text = (
-            "nothing"
-            if p >= len(want)
-            else "an unidentified state"
-            if w is None
-            else _name(w, num_layers)
+    if d.kind is FindingKind.ORDER_DIFFERS and d.partial:
+        return (
+            f"the layers both hold are in a different order: {want_name} {list(d.layers)}, "
+            f"{got_name} {[n for n in got if n in d.layers]}"
         )
-        g_text = labels[p] if p < len(got) else "nothing"
-        out.append(Difference(SEGMENT, f"segment {p}: {want_name} {w_text}, {got_name} {g_text}"))
-    return tuple(out)
+    if d.kind is FindingKind.ORDER_DIFFERS:
+        return (
+            f"same layers in a different order: {got_name} concatenates {_ids(got)}, "
+            f"{want_name} {_ids(want)} (config-list order vs ascending order?)"
+        )
+    if d.kind is FindingKind.SHIFTED:
+        k = d.shift or 0
+        return (
+            f"every segment is {abs(k)} layer{'s' * (abs(k) != 1)} "
+            f"{'early' if k < 0 else 'late'}: {got_name} holds {_ids(got)}, "
+            f"{want_name} {_ids(want)} ({_SHIFT_CAUSES.get(k, 'an offset rule mismatch')})"
+        )
+    if d.kind is FindingKind.EMBEDDING_INSERTED and d.displaced is not None:
+        return (
+            f"the embedding (-1) was inserted at segment {p}: the segments after it moved "
+            f"one position right and {_name(d.displaced, num_layers)} was dropped (the "
+            f"embedding counted as a layer, EAGLE#239)"
+        )
+    if d.kind is FindingKind.EMBEDDING_INSERTED:
+        return f"segment {p} holds the embedding (-1), which {want_name} does not"
+    if d.kind is FindingKind.POST_NORM_FED:
+        return (
+            f"segment {p} is the final-norm (post-norm) state, not a layer output: "
+            f"hidden_states[-1] used as the last layer (TorchSpec#87); capture the "
+            f"last layer's output with a forward hook instead"
+        )
+    if d.kind is FindingKind.LAYER_MISSING:
+        return f"{want_name} layer(s) {list(d.layers)} appear in no {got_name} segment"
+    if d.kind is FindingKind.EXTRA_LAYER:
+        return f"{got_name} holds layer(s) {list(d.layers)} that {want_name} does not"
+    w_text = (
+        "nothing"
+        if p >= len(want)
+        else "an unidentified state"
+        if d.expected is None
+        else _name(d.expected, num_layers)
+    )
+    g_text = labels[p] if p < len(got) else "nothing"
+    return f"segment {p}: {want_name} {w_text}, {got_name} {g_text}"  # SEGMENT
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -254,7 +233,7 @@ class SegmentVerdict:
     name: str  # tensor name in the dump ("layer3", "hidden_states[0:16]", ...)
     expected: int | None  # canonical id the claim puts here (None: claim has fewer ids)
     found: int | None  # canonical id identified (None: no layer)
-    kind: str  # "layer", "embedding", "post-norm", "near miss", "ambiguous", "nothing"
+    kind: MatchKind  # layer, embedding, post-norm, near miss, ambiguous, nothing
     label: str  # identify's human label
     closest: int  # closest canonical state
     similarity: float  # cosine with the closest state
@@ -266,7 +245,9 @@ class SegmentVerdict:
 
     def short(self, num_layers: int) -> str:
         """The table cell: the layer, or what it is instead, briefly."""
-        if self.kind in ("layer", "embedding", "near miss", "post-norm"):
+        from eagle3_contracts.capture.identify import MatchKind
+
+        if self.kind not in (MatchKind.AMBIGUOUS, MatchKind.NOTHING):
             return self.label.removeprefix("no layer: ")
         return f"no layer (closest: {describe(self.closest, num_layers)})"
 
@@ -276,29 +257,13 @@ class SegmentVerdict:
             "name": self.name,
             "expected": self.expected,
             "found": self.found,
-            "kind": self.kind,
+            "kind": self.kind.value,
             "label": self.label,
             "closest": self.closest,
             "similarity": round(self.similarity, 6),
             "rel_error": self.rel_error,
             "ok": self.ok,
         }
-
-
-def _kind(match: SegmentMatch) -> str:
-    from eagle3_contracts.capture.identify import FINAL_NORM
-
-    if match.layer_id == EMBEDDING:
-        return "embedding"
-    if match.layer_id is not None:
-        return "layer"
-    if match.near_miss == FINAL_NORM:
-        return "post-norm"
-    if match.near_miss is not None:
-        return "near miss"
-    if match.label.startswith("ambiguous"):
-        return "ambiguous"
-    return "nothing"
 
 
 @dataclass(frozen=True)
@@ -314,7 +279,7 @@ class DumpDiagnosis:
     own_claim: Claim | None  # the dump's metadata claim, when `claim` comes from elsewhere
     # -- evidence and verdict -------------------------------------------------------------------
     segments: tuple[SegmentVerdict, ...]
-    findings: tuple[Difference, ...]  # how the found layers differ from `claim` (empty: ok)
+    findings: tuple[DumpFinding, ...]  # how the found layers differ from `claim` (empty: ok)
     cause: str | None  # where the fault lies: the ids' reading, or the capture code
     fix: str | None  # native ids that would feed `claim`, when the ids are the fault
     # -- identification settings ----------------------------------------------------------------
@@ -355,7 +320,7 @@ class FeedComparison:
 
     training: tuple[int | None, ...]
     serving: tuple[int | None, ...]
-    findings: tuple[Difference, ...]
+    findings: tuple[DumpFinding, ...]
 
     @property
     def same(self) -> bool:
@@ -525,7 +490,7 @@ def diagnose_dump(
             name=dump.names[m.position],
             expected=expected.expected[m.position] if m.position < len(expected.expected) else None,
             found=m.layer_id,
-            kind=_kind(m),
+            kind=m.kind,
             label=m.label,
             closest=m.closest,
             similarity=m.similarity,
@@ -541,18 +506,15 @@ def diagnose_dump(
         want_name="expected",
         got_name="dump",
         got_labels=[s.label for s in segments],
+        post_norm=_post_norm(segments),
     )
     cause: str | None = None
     fix: str | None = None
-    if (
-        findings
-        and all(n is None for n in found)
-        and not any(s.kind == "post-norm" for s in segments)
-    ):
+    if findings and all(n is None for n in found) and not _post_norm(segments):
         best = max(s.similarity for s in segments)
         findings = (
-            Difference(
-                UNIDENTIFIED,
+            DumpFinding(
+                FindingKind.UNIDENTIFIED,
                 f"no segment equals any state of this target (best cosine {best:.2f}): the "
                 f"dump was not captured from this model on these tokens",
             ),
@@ -624,6 +586,13 @@ def _cause_and_fix(
     )
 
 
+def _post_norm(segments: Sequence[SegmentVerdict]) -> tuple[int, ...]:
+    """Positions of the segments that are the final post-norm state."""
+    from eagle3_contracts.capture.identify import MatchKind
+
+    return tuple(s.position for s in segments if s.kind is MatchKind.POST_NORM)
+
+
 def compare_feeds(training: DumpDiagnosis, serving: DumpDiagnosis) -> FeedComparison:
     """Do both dumps feed the drafter the same layers in the same order?"""
     findings = list(
@@ -634,14 +603,15 @@ def compare_feeds(training: DumpDiagnosis, serving: DumpDiagnosis) -> FeedCompar
             want_name="training",
             got_name="serving",
             got_labels=[s.label for s in serving.segments],
+            post_norm=_post_norm(serving.segments),
         )
     )
     unknown = [s.position for s in training.segments if s.found is None]
     if unknown:
         findings.insert(
             0,
-            Difference(
-                UNIDENTIFIED,
+            DumpFinding(
+                FindingKind.UNIDENTIFIED,
                 f"training segment(s) {unknown} match no layer, so the comparison there is "
                 f"undetermined",
             ),
@@ -715,8 +685,8 @@ __all__ = [
     "CANONICAL",
     "Claim",
     "DiagnoseReport",
-    "Difference",
     "DumpDiagnosis",
+    "DumpFinding",
     "FeedComparison",
     "SegmentVerdict",
     "claim_from_contract",

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Union
 import torch
 from torch import Tensor
 
+from eagle3_contracts.capture.introspect import seeded_input_ids
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.errors import ContractError, ContractViolation
 from eagle3_contracts.layer_ids import EMBEDDING, describe
@@ -456,14 +457,6 @@ def _span(p: LayerPartition, stage: int) -> str:
 
 
 # -- public entry points ---------------------------------------------------------------------
-def default_input_ids(
-    vocab_size: int, *, batch: int = 2, seq_len: int = 8, seed: int = 0
-) -> Tensor:
-    """Deterministic token ids for a check: ``[batch, seq_len]`` drawn from ``seed``."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, vocab_size, (batch, seq_len), generator=g)
-
-
 def run_pipeline(
     system: PipelineSystem | str,
     model: ModelSpec,
@@ -497,7 +490,7 @@ def run_pipeline(
     if isinstance(model, SyntheticConfig):
         check_model_fits(model, contract)
         if input_ids is None:
-            input_ids = default_input_ids(model.vocab_size)
+            input_ids = seeded_input_ids(model.vocab_size)
     if input_ids is None:
         raise ContractError("input_ids is required for a factory model", field="input_ids")
     path = _system_path(system)
@@ -607,7 +600,6 @@ __all__ = [
     "assemble_by_contract",
     "assemble_in_arrival_order",
     "capture_stage",
-    "default_input_ids",
     "diagnose_pipeline",
     "pipeline_capture",
     "run_pipeline",

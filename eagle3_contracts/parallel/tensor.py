@@ -29,11 +29,12 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from eagle3_contracts.capture.introspect import seeded_input_ids
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.errors import ContractError, ContractViolation
 from eagle3_contracts.layer_ids import EMBEDDING, describe
 from eagle3_contracts.parallel.launch import ProcessGroupPool, RankContext
-from eagle3_contracts.parallel.pipeline import check_model_fits, default_input_ids
+from eagle3_contracts.parallel.pipeline import check_model_fits
 from eagle3_contracts.testing.synthetic import (
     SyntheticConfig,
     SyntheticTarget,
@@ -277,7 +278,7 @@ def run_tensor_parallel(
             field="capture_point",
         )
     if input_ids is None:
-        input_ids = default_input_ids(model.vocab_size)
+        input_ids = seeded_input_ids(model.vocab_size)
     kwargs = dict(
         model=dataclasses.asdict(model),
         contract=contract.to_dict(),

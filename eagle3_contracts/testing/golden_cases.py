@@ -243,7 +243,7 @@ def tensor_record(
                 "position": seg.position,
                 "layer_id": seg.layer_id,  # what the contract says this segment holds
                 "identified": match.layer_id,  # what it holds (None: no layer)
-                "near_miss": match.near_miss,
+                "near_miss": None if match.near_miss is None else match.near_miss.value,
                 "columns": [seg.start, seg.stop],
                 "shape": list(part.shape),
                 "dtype": dtype,

@@ -11,6 +11,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from eagle3_contracts.capture.hooks import capture_hidden_states
+from eagle3_contracts.capture.introspect import seeded_input_ids
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.errors import ContractError, ContractViolation
 from eagle3_contracts.layer_ids import describe
@@ -24,7 +25,6 @@ from eagle3_contracts.parallel import (
     verify_pipeline_capture,
 )
 from eagle3_contracts.parallel.faults import DROP_AUX, LAST_STAGE_ONLY, STAGE_LOCAL
-from eagle3_contracts.parallel.pipeline import default_input_ids
 from eagle3_contracts.parallel.strategies import Layout, pipeline_layouts
 from eagle3_contracts.testing.strategies import padded_batches
 from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic
@@ -56,7 +56,7 @@ def _config(layout: Layout, variant: dict) -> SyntheticConfig:
 )
 def test_reference_equals_single_process_capture(pool, layout, variant, padded) -> None:
     config = _config(layout, variant)
-    input_ids, mask = (default_input_ids(64), None) if padded is None else padded[:2]
+    input_ids, mask = (seeded_input_ids(64), None) if padded is None else padded[:2]
     run = run_pipeline(
         REFERENCE,
         config,
