@@ -23,6 +23,13 @@ from eagle3_contracts.errors import ContractError
 EMBEDDING = -1
 """Canonical id of the residual stream entering layer 0."""
 
+MAX_NUM_LAYERS = 100_000
+"""Deepest target accepted (released decoders have at most a few hundred layers): a typo such
+as ``10**12`` is refused here instead of looping over every layer."""
+
+MAX_LAYER_IDS = 1024
+"""Most layer ids one drafter may read (EAGLE-3 drafters read 3 or 4)."""
+
 
 def check_num_layers(num_layers: object, *, field: str = "num_layers") -> int:
     """Return ``num_layers`` if it is a positive int, else raise ``ContractError``."""
@@ -35,7 +42,24 @@ def check_num_layers(num_layers: object, *, field: str = "num_layers") -> int:
         raise ContractError(
             f"{field} must be >= 1 (the target's decoder depth), got {num_layers}", field=field
         )
+    if num_layers > MAX_NUM_LAYERS:
+        raise ContractError(
+            f"{field} = {num_layers} is over the limit of {MAX_NUM_LAYERS} layers (the "
+            f"target's decoder depth; released models have a few hundred at most)",
+            field=field,
+        )
     return num_layers
+
+
+def check_id_count(count: int, *, field: str = "layer_ids") -> int:
+    """Return ``count`` (how many layer ids are listed) if at most ``MAX_LAYER_IDS``."""
+    if count > MAX_LAYER_IDS:
+        raise ContractError(
+            f"{field} lists {count} layer ids, over the limit of {MAX_LAYER_IDS}; an EAGLE-3 "
+            f"drafter reads a handful (3 or 4)",
+            field=field,
+        )
+    return count
 
 
 def check_layer_id(layer_id: object, num_layers: int, *, field: str = "layer_id") -> int:

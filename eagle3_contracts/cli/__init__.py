@@ -4,7 +4,9 @@ Each subcommand is a module in this package defining ``COMMAND`` (its name), ``H
 line), ``add_arguments(parser)`` and ``run(args) -> int``. Modules are discovered, so adding a
 subcommand touches no shared file. Subcommand modules import torch lazily, inside ``run``.
 
-Exit codes: 0 all good, 1 a mismatch/violation found, 2 bad input (one line on stderr).
+Exit codes: 0 all good, 1 a mismatch/violation found, 2 bad input (one line on stderr),
+3 an internal error: a bug in eagle3-contracts (one line asking for a report; ``--debug``
+prints the traceback). 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import importlib
 import os
 import pkgutil
 import sys
+import traceback
 from collections.abc import Sequence
 from types import ModuleType
 
 from eagle3_contracts.errors import Eagle3ContractsError
 
 PROG = "eagle3-contracts"
+EXIT_INTERNAL = 3
+"""Exit code of a crash: an exception no input check anticipated (a bug to report)."""
 
 
 class UsageError(Eagle3ContractsError, ValueError):
@@ -49,10 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Check that an EAGLE-3 drafter is fed the target layers it was trained on.",
     )
+    debug_help = "on an internal error (exit 3), print the traceback"
+    parser.add_argument("--debug", action="store_true", help=debug_help)
+    common = argparse.ArgumentParser(add_help=False)  # --debug after the subcommand, too
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for module in _subcommands():
-        p = sub.add_parser(module.COMMAND, help=module.HELP, description=module.HELP)
+        p = sub.add_parser(
+            module.COMMAND, help=module.HELP, description=module.HELP, parents=[common]
+        )
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
@@ -60,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used by the console script)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv[: argv.index("--")] if "--" in argv else "--debug" in argv
     try:
         args = build_parser().parse_args(argv)
         return int(args._run(args))
@@ -68,13 +81,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (Eagle3ContractsError, ValueError, OSError) as exc:
+    except (Eagle3ContractsError, OSError) as exc:  # bad input: ours to name, or the OS's
         message = " ".join(str(exc).split()) or type(exc).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a crash, not a finding: its own code, a report request
+        if debug:
+            traceback.print_exc()
+        message = " ".join(str(exc).split())[:300]
+        detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+        hint = "" if debug else "; rerun with --debug for the traceback"
+        print(
+            f"{PROG}: internal error (a bug in eagle3-contracts; please report it with the "
+            f"command line): {detail}{hint}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
 
 
 def entry() -> None:  # pragma: no cover - thin wrapper

@@ -52,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _parse_ids(text: str) -> list[int]:
     from eagle3_contracts.errors import ContractError
+    from eagle3_contracts.layer_ids import check_id_count
 
+    check_id_count(text.count(",") + 1, field="--ids")
     out = []
     for i, part in enumerate(text.split(",")):
         try:

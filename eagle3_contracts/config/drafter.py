@@ -7,13 +7,13 @@ torch is imported there and nowhere else). Never unpickles.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eagle3_contracts._io import load_json, regular_file
 from eagle3_contracts.config.readers import KNOWN_NORM_FLAGS, DraftConfig, TargetConfig
 from eagle3_contracts.errors import ConfigError
 
@@ -57,6 +57,7 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> dict[str, TensorInf
 
 def _one_header(file: Path) -> dict[str, TensorInfo]:
     src = str(file)
+    regular_file(file, what="weights file")  # a FIFO would block, /dev/zero never end (issue 12)
     try:
         with open(file, "rb") as fh:
             head = fh.read(8)
@@ -71,10 +72,7 @@ def _one_header(file: Path) -> dict[str, TensorInfo]:
             raw = fh.read(size)
     except OSError as exc:
         raise ConfigError(f"cannot read weights: {exc.strerror or exc}", source=src) from None
-    try:
-        header = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"safetensors header is not valid JSON: {exc}", source=src) from None
+    header = load_json(raw, what="safetensors header", source=src)  # deep JSON refused
     if not isinstance(header, dict):
         raise ConfigError("safetensors header is not a JSON object", source=src)
     out = {}

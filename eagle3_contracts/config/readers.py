@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from eagle3_contracts._io import read_json_file
 from eagle3_contracts.errors import ConfigError
 
 IDS_FIELD = "eagle_aux_hidden_state_layer_ids"
@@ -331,21 +331,8 @@ def _load(obj: object, what: str) -> tuple[Mapping[str, Any], str]:
     if path.is_dir():
         path = path / "config.json"
         src = str(path)
-    try:
-        text = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what}: {exc.strerror or exc}", source=src) from None
-    try:
-        data = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{what} is not UTF-8 text: {exc.reason}", source=src) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            source=src,
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"{what} is not valid JSON: {exc}", source=src) from None
+    # regular files only, size- and depth-bounded (a FIFO, /dev/zero, deep JSON): issue 12
+    data = read_json_file(path, what=what)
     if not isinstance(data, dict):
         raise ConfigError(
             f"{what} must be a JSON object, got {_tname(data)}", source=src, field="<root>"

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from eagle3_contracts._io import load_json, regular_file
 from eagle3_contracts.errors import DumpError
 
 if TYPE_CHECKING:
@@ -269,10 +270,10 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
     """Read and validate a dump; raise ``DumpError`` (one sentence, names the file) if bad.
 
     Never unpickles: pickle-based files (``.pt``, ``.bin``, ``torch.save`` zips) are refused.
+    Only regular files are read (a FIFO or ``/dev/zero`` is refused before it is opened). The
+    tensors are memory-mapped (copy-on-write), never read whole: validating a dump costs a
+    bounded amount of memory whatever its size (``VALUE_CHUNK`` elements at a time).
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     path = Path(path)
     source = str(path)
     if path.suffix.lower() in _REFUSED_SUFFIXES:
@@ -282,22 +283,53 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
             f"eagle3_contracts.dumps.format.write_dump (safetensors)",
             source=source,
         )
-    if not path.exists():
-        raise DumpError("no such file", source=source)
     if path.is_dir():
         raise DumpError("is a directory; pass the dump's .safetensors file", source=source)
-    header = _read_header(path, source)
-    metadata = header.get("__metadata__") or {}
-    try:
-        tensors = load_file(str(path))
-    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
-        raise DumpError(f"unreadable safetensors data: {_one_line(exc)}", source=source) from None
-    return _build(tensors, metadata, source)
+    if not path.exists():
+        raise DumpError("no such file", source=source)
+    size = regular_file(path, what="dump", error=DumpError).st_size
+    data_start, entries, metadata = _read_header(path, size, source)
+    return _build(_map_tensors(path, size, data_start, entries, source), metadata, source)
 
 
-def _read_header(path: Path, source: str) -> dict[str, Any]:
-    """Parse and sanity-check the safetensors header, telling truncation from non-safetensors."""
-    size = path.stat().st_size
+@dataclass(frozen=True)
+class _Entry:
+    """One tensor of a safetensors header, checked: dtype, shape, byte range in the data."""
+
+    name: str
+    dtype: str  # safetensors code: F32, BF16, I64, ...
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+# safetensors dtype codes -> (torch dtype name, bytes per element)
+_ST_DTYPES: dict[str, tuple[str, int]] = {
+    "F64": ("float64", 8),
+    "F32": ("float32", 4),
+    "F16": ("float16", 2),
+    "BF16": ("bfloat16", 2),
+    "F8_E4M3": ("float8_e4m3fn", 1),
+    "F8_E5M2": ("float8_e5m2", 1),
+    "I64": ("int64", 8),
+    "I32": ("int32", 4),
+    "I16": ("int16", 2),
+    "I8": ("int8", 1),
+    "U64": ("uint64", 8),
+    "U32": ("uint32", 4),
+    "U16": ("uint16", 2),
+    "U8": ("uint8", 1),
+    "BOOL": ("bool", 1),
+}
+_MAX_TENSORS = 100_000  # a per-layer dump of the deepest target, with room to spare
+_MAX_DIMS = 8
+
+
+def _read_header(path: Path, size: int, source: str) -> tuple[int, list[_Entry], dict[str, str]]:
+    """Parse and check the safetensors header, telling truncation from non-safetensors.
+
+    Returns where the data starts, the tensor entries, and the string metadata.
+    """
     with path.open("rb") as f:
         head = f.read(8)
         if len(head) < 8:
@@ -317,27 +349,124 @@ def _read_header(path: Path, source: str) -> dict[str, Any]:
                 )
             raise DumpError(_not_safetensors(head, size), source=source)
         raw = f.read(n)
-    try:
-        header = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise DumpError(_not_safetensors(head, size), source=source) from None
+    if not raw.lstrip()[:1] == b"{":
+        raise DumpError(_not_safetensors(head, size), source=source)
+    header = load_json(raw, what="safetensors header", source=source, error=DumpError)
     if not isinstance(header, dict):
         raise DumpError(_not_safetensors(head, size), source=source)
-    end = 0
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        offsets = info.get("data_offsets") if isinstance(info, dict) else None
-        if not (isinstance(offsets, list) and len(offsets) == 2):
-            raise DumpError(f"malformed safetensors header entry {name!r}", source=source)
-        end = max(end, int(offsets[1]))
+    metadata = _header_metadata(header.pop("__metadata__", None), source)
+    if len(header) > _MAX_TENSORS:
+        raise DumpError(
+            f"the header lists {len(header)} tensors, over the limit of {_MAX_TENSORS}",
+            source=source,
+        )
+    entries = [_header_entry(name, info, source) for name, info in header.items()]
+    end = max((e.end for e in entries), default=0)
     if 8 + n + end > size:
         raise DumpError(
             f"truncated: tensor data ends at byte {8 + n + end}, the file has {size} bytes "
             f"(interrupted copy?)",
             source=source,
         )
-    return header
+    previous: _Entry | None = None
+    for entry in sorted(entries, key=lambda e: (e.begin, e.end)):
+        if previous is not None and entry.begin < previous.end:
+            raise DumpError(
+                f"safetensors header: tensors {previous.name!r} and {entry.name!r} overlap "
+                f"(data_offsets {[previous.begin, previous.end]} and "
+                f"{[entry.begin, entry.end]}); the file is corrupt",
+                source=source,
+            )
+        previous = entry
+    return 8 + n, entries, metadata
+
+
+def _header_metadata(value: Any, source: str) -> dict[str, str]:
+    """The ``__metadata__`` object: string keys to string values (absent = empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise DumpError(
+            "safetensors header: __metadata__ must map strings to strings; the file is corrupt "
+            "or was not written by safetensors",
+            source=source,
+        )
+    return value
+
+
+def _header_entry(name: str, info: Any, source: str) -> _Entry:
+    """One header entry, checked: known dtype, a shape of sizes, offsets matching the shape."""
+    where = f"safetensors header entry {name!r}"
+    if not isinstance(info, dict):
+        raise DumpError(f"malformed {where}: not a JSON object", source=source)
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if not isinstance(dtype, str) or dtype not in _ST_DTYPES:
+        raise DumpError(
+            f"malformed {where}: dtype {_short(dtype)} is not a safetensors dtype "
+            f"({', '.join(_ST_DTYPES)})",
+            source=source,
+        )
+    if not (
+        isinstance(shape, list) and len(shape) <= _MAX_DIMS and all(_is_count(d) for d in shape)
+    ):
+        raise DumpError(
+            f"malformed {where}: shape {_short(shape)} must be a list of at most {_MAX_DIMS} "
+            f"non-negative integers",
+            source=source,
+        )
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_count, offsets))):
+        raise DumpError(
+            f"malformed {where}: data_offsets {_short(offsets)} must be [begin, end], two "
+            f"non-negative integers",
+            source=source,
+        )
+    begin, end = offsets
+    numel = 1
+    for d in shape:
+        numel *= d
+    nbytes = numel * _ST_DTYPES[dtype][1]
+    if end - begin != nbytes:
+        raise DumpError(
+            f"malformed {where}: data_offsets {offsets} span {end - begin} bytes but shape "
+            f"{shape} of {dtype} needs {nbytes}; the file is corrupt",
+            source=source,
+        )
+    return _Entry(name, dtype, tuple(shape), begin, end)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _map_tensors(
+    path: Path, size: int, data_start: int, entries: list[_Entry], source: str
+) -> dict[str, torch.Tensor]:
+    """The header's tensors as views of one copy-on-write memory map of the file.
+
+    Nothing is read here; pages are read as the checks touch them (and can be dropped again).
+    A tensor whose offset is not a multiple of its element size is copied out.
+    """
+    import torch
+
+    try:
+        whole = torch.from_file(str(path), shared=False, size=size, dtype=torch.uint8)
+    except (RuntimeError, OSError) as exc:
+        raise DumpError(f"cannot map the dump: {_one_line(exc)}", source=source) from None
+    tensors = {}
+    for e in entries:
+        name, itemsize = _ST_DTYPES[e.dtype]
+        raw = whole[data_start + e.begin : data_start + e.end]
+        if (data_start + e.begin) % itemsize:
+            raw = raw.clone()
+        tensors[e.name] = raw.view(getattr(torch, name)).reshape(e.shape)
+    return tensors
 
 
 def _not_safetensors(head: bytes, size: int) -> str:
@@ -464,8 +593,13 @@ def _check_input_ids(tensors: Mapping[str, torch.Tensor], source: str) -> torch.
             f"input_ids must be [T] or [B, T] with T >= 1, got shape {list(ids.shape)}",
             source=source,
         )
-    if int(ids.min()) < 0:
-        raise DumpError(f"input_ids has a negative token id {int(ids.min())}", source=source)
+    if ids.dtype == torch.uint64:  # above 2**63 - 1 reads as negative: no vocabulary is that big
+        ids = ids.view(torch.int64)
+    elif not ids.is_signed():
+        ids = ids.to(torch.int64)  # uint8/16/32: min() is not implemented for all of them
+    low = int(ids.min())
+    if low < 0:
+        raise DumpError(f"input_ids has a negative token id {low}", source=source)
     return ids
 
 
@@ -563,7 +697,6 @@ def _check_segment_widths(
 
 def _check_state_values(name: str, t: torch.Tensor, ids: torch.Tensor, source: str) -> None:
     """A segment covers every input token and holds only finite values."""
-    import torch
 
     if tuple(t.shape[:-1]) != tuple(ids.shape):
         tokens = ids.shape[-1]
@@ -573,15 +706,38 @@ def _check_state_values(name: str, t: torch.Tensor, ids: torch.Tensor, source: s
             f"every input token (e.g. CaptureHiddenMode.FULL), not only sampled positions",
             source=source,
         )
-    finite = torch.isfinite(t)
-    if not bool(finite.all()):
-        bad = int((~finite).sum())
-        kinds = [k for k, m in (("NaN", torch.isnan(t)), ("inf", torch.isinf(t))) if bool(m.any())]
+    bad, kinds = _non_finite(t)
+    if bad:
         raise DumpError(
-            f"segment {name!r} holds {bad} non-finite value(s) ({'/'.join(kinds)}): "
+            f"segment {name!r} holds {bad} non-finite value(s) ({'/'.join(sorted(kinds))}): "
             f"the capture overflowed or read uninitialised memory",
             source=source,
         )
+
+
+VALUE_CHUNK = 1 << 22
+"""Elements checked at a time for NaN/inf (16 MiB of float32), so the check's memory does not
+grow with the dump."""
+
+
+def _non_finite(t: torch.Tensor) -> tuple[int, set[str]]:
+    """How many values of ``t`` are NaN or inf, and which of the two occur, in chunks."""
+    import torch
+
+    flat = t.reshape(-1)  # a view: dumped states are contiguous
+    bad, kinds = 0, set()
+    for start in range(0, flat.numel(), VALUE_CHUNK):
+        chunk = flat[start : start + VALUE_CHUNK]
+        finite = torch.isfinite(chunk)
+        if bool(finite.all()):
+            continue
+        bad += int((~finite).sum())
+        kinds |= {
+            k
+            for k, m in (("NaN", torch.isnan(chunk)), ("inf", torch.isinf(chunk)))
+            if bool(m.any())
+        }
+    return bad, kinds
 
 
 def _check_claim(layer_ids: Any, source: str) -> tuple[int, ...]:

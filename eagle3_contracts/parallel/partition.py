@@ -13,8 +13,11 @@ differ between engines and releases, so the rule is a named, reported choice (``
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate
 
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, check_layer_id, check_num_layers
@@ -86,6 +89,9 @@ SPLIT_RULES: dict[str, SplitRule] = {
 (``VLLM_PP_LAYER_PARTITION``, ``SGLANG_PP_LAYER_PARTITION``): pass it to ``from_sizes``."""
 
 EXPLICIT = "explicit"
+
+MAX_PP_SIZE = 4096
+"""Most pipeline stages accepted (deployments use a handful); bounds the per-stage work."""
 """``LayerPartition.rule`` of a partition given as sizes rather than computed by a rule."""
 
 
@@ -119,6 +125,8 @@ class LayerPartition:
                 f"sizes must be a list of per-stage layer counts, got {sizes!r}", field="sizes"
             )
         sizes = tuple(sizes)
+        if len(sizes) > MAX_PP_SIZE:
+            _check_pp_size(len(sizes), "sizes")
         if not sizes:
             raise ContractError(
                 "sizes is empty: a partition has one layer count per pipeline stage",
@@ -171,6 +179,8 @@ class LayerPartition:
                 field=field_name,
             )
         sizes = tuple(sizes)
+        if len(sizes) > MAX_PP_SIZE:
+            _check_pp_size(len(sizes), field_name)
         if not sizes:
             raise ContractError(
                 f"{field_name} is empty: give one layer count per pipeline stage, e.g. 15,15,16,15",
@@ -210,6 +220,8 @@ class LayerPartition:
             return cls.from_sizes(
                 text, num_layers=num_layers, pp_size=pp_size, field_name=field_name
             )
+        if text.count(",") >= MAX_PP_SIZE:
+            _check_pp_size(text.count(",") + 1, field_name)
         parts = [p.strip() for p in text.split(",")]
         sizes = []
         for i, part in enumerate(parts):
@@ -224,7 +236,7 @@ class LayerPartition:
         return cls.from_sizes(sizes, num_layers=num_layers, pp_size=pp_size, field_name=field_name)
 
     # -- derived ------------------------------------------------------------------------
-    @property
+    @cached_property
     def num_layers(self) -> int:
         return sum(self.sizes)
 
@@ -232,14 +244,10 @@ class LayerPartition:
     def pp_size(self) -> int:
         return len(self.sizes)
 
-    @property
+    @cached_property
     def starts(self) -> tuple[int, ...]:
-        """First global layer of each stage."""
-        out, acc = [], 0
-        for size in self.sizes:
-            out.append(acc)
-            acc += size
-        return tuple(out)
+        """First global layer of each stage (computed once: O(stages))."""
+        return (0, *accumulate(self.sizes[:-1]))
 
     def stage_range(self, stage: int) -> range:
         """Global layer indices run by ``stage`` (``range(start, end)``)."""
@@ -257,10 +265,7 @@ class LayerPartition:
         layer_id = check_layer_id(layer_id, self.num_layers)
         if layer_id == EMBEDDING:
             return 0
-        for stage, start in enumerate(self.starts):
-            if layer_id < start + self.sizes[stage]:
-                return stage
-        raise AssertionError("unreachable: check_layer_id bounds the id")  # pragma: no cover
+        return bisect_right(self.starts, layer_id) - 1  # O(log stages)
 
     def capturing_stage(self, layer_id: int, *, before_layer: bool = False) -> int:
         """The stage that captures canonical ``layer_id``: its owner, or, for an engine that
@@ -298,11 +303,16 @@ class LayerPartition:
         return {"sizes": list(self.sizes), "rule": self.rule, "num_layers": self.num_layers}
 
 
-def _check_pp_size(pp_size: object) -> int:
+def _check_pp_size(pp_size: object, field: str = "pp_size") -> int:
     if isinstance(pp_size, bool) or not isinstance(pp_size, int) or pp_size < 1:
         raise ContractError(
-            f"pp_size must be a positive integer (the number of pipeline stages), got {pp_size!r}",
-            field="pp_size",
+            f"{field} must be a positive integer (the number of pipeline stages), got {pp_size!r}",
+            field=field,
+        )
+    if pp_size > MAX_PP_SIZE:
+        raise ContractError(
+            f"{field} = {pp_size} stages is over the limit of {MAX_PP_SIZE} pipeline stages",
+            field=field,
         )
     return pp_size
 
@@ -359,19 +369,22 @@ def pipeline_risks(layer_ids: Iterable[int], partition: LayerPartition) -> Pipel
     owned = stage_ownership(layer_ids, partition)
     last = partition.pp_size - 1
     ids = tuple(sorted({n for n, _ in owned}))
-    wanted = set(ids)
     on_last = tuple(n for n in ids if partition.stage_of(n) == last)
     early = tuple(n for n in ids if partition.stage_of(n) < last)
     # a stage-local loop: stage 0 is right (local == global); stage s > 0 captures layer
     # start+j under the label j whenever j is an id -- sometimes an id by coincidence
     local_feeds = [n for n in ids if partition.stage_of(n) == 0]
     wrong = []
+    local = [j for j in ids if j >= 0]  # ascending; O(stages x ids), never O(layers)
     for stage in range(1, partition.pp_size):
-        for j in range(partition.sizes[stage]):
-            if j in wanted:
-                local_feeds.append(partition.starts[stage] + j)
-                wrong.append((stage, j, partition.starts[stage] + j))
-    lost = tuple(n for n in ids if n not in local_feeds)
+        start, size = partition.starts[stage], partition.sizes[stage]
+        for j in local:
+            if j >= size:
+                break
+            local_feeds.append(start + j)
+            wrong.append((stage, j, start + j))
+    fed = set(local_feeds)
+    lost = tuple(n for n in ids if n not in fed)
     return PipelineRisks(ids, on_last, early, early, tuple(local_feeds), lost, tuple(wrong))
 
 

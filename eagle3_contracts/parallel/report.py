@@ -131,8 +131,7 @@ class StagesReport:
             if self.lost:
                 lines.append(
                     f"MISMATCH: {self.convention} never feeds {ids(self.lost)} to the drafter on this "
-                    f"partition (exit 1); move those ids' layers to the last stage, or serve "
-                    f"without pipeline parallelism"
+                    f"partition (exit 1); what you can change: {self._remedies()}"
                 )
             elif r.last_stage_only_lost and self.behaviour == _last_stage_only():
                 # captured entering the next layer, which runs on the last stage
@@ -141,6 +140,27 @@ class StagesReport:
                     f"still captured on the last stage: {ids(r.last_stage_only_lost)}"
                 )
         return "\n".join(lines)
+
+    def _remedies(self) -> str:
+        """What a user can do about ids lost to last-stage-only capture: another split (when
+        one exists), another engine release, or no pipeline parallelism."""
+        from eagle3_contracts import conventions
+
+        conv = conventions.get(self.convention)
+        shift = 1 if conv.captures_before_layer else 0
+        first = max(0, min(n + shift for n in self.lost))  # the last stage must start here
+        partition, pp = self.partition, self.partition.pp_size
+        options = []
+        if first >= pp - 1:
+            head = [first // (pp - 1) + (i < first % (pp - 1)) for i in range(pp - 1)]
+            sizes = ",".join(map(str, [*head, partition.num_layers - first]))
+            options.append(
+                f"a split whose last stage starts at layer {first} or earlier (e.g. "
+                f"--pp-partition {sizes})"
+            )
+        options.append("a release that captures on every stage")
+        options.append("serving without pipeline parallelism")
+        return "; ".join(options)
 
 
 def _last_stage_only() -> str:
