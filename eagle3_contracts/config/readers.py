@@ -20,6 +20,7 @@ from typing import Any
 
 from eagle3_contracts._io import read_json_file
 from eagle3_contracts.errors import ConfigError
+from eagle3_contracts.layer_ids import MAX_LAYER_IDS
 
 IDS_FIELD = "eagle_aux_hidden_state_layer_ids"
 NESTED_PATH = f"eagle_config.{IDS_FIELD}"
@@ -367,6 +368,13 @@ def _ids(
     if not isinstance(value, list):
         raise ConfigError(
             f"{where} must be a list of integer layer ids, got {_tname(value)}",
+            source=src,
+            field=where,
+        )
+    if len(value) > MAX_LAYER_IDS:  # issue 12: a million ids would take seconds per system
+        raise ConfigError(
+            f"{where} lists {len(value)} layer ids, over the limit of {MAX_LAYER_IDS}; an "
+            f"EAGLE-3 drafter reads a handful (3 or 4)",
             source=src,
             field=where,
         )
