@@ -29,6 +29,7 @@ from eagle3_contracts.conventions._entry import (
     OffsetRule,
     PipelineParallel,
     PostNorm,
+    Role,
     Validation,
 )
 from eagle3_contracts.errors import ContractError
@@ -44,7 +45,7 @@ READINGS: dict[str, Convention] = {
     "output": Convention(
         name="output",
         system="ids read as layer outputs (SpecForge, ModelOpt, TensorRT-LLM)",
-        role="reading",
+        role=Role.READING,
         meaning=Meaning.OUTPUT,
         offset_rule=OffsetRule.IDENTITY,
         id_paths=(hf.NESTED, hf.TOP_LEVEL),
@@ -55,7 +56,7 @@ READINGS: dict[str, Convention] = {
     "boundary": Convention(
         name="boundary",
         system="ids read as layer inputs / boundaries (vLLM, speculators, original EAGLE)",
-        role="reading",
+        role=Role.READING,
         meaning=Meaning.BOUNDARY,
         offset_rule=OffsetRule.BOUNDARY,
         id_paths=(hf.TOP_LEVEL, hf.NESTED),
@@ -76,6 +77,7 @@ __all__ = [
     "OffsetRule",
     "PipelineParallel",
     "PostNorm",
+    "Role",
     "Validation",
     "from_canonical",
     "get",

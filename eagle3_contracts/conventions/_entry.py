@@ -17,6 +17,16 @@ from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import check_num_layers
 
 
+class Role(str, Enum):
+    """What kind of system a registry entry describes."""
+
+    TRAINER = "trainer"  # trains drafters: its reading decides what the drafter learned
+    ENGINE = "engine"  # serves drafters: its reading decides what the drafter is fed
+    FORMAT = "format"  # a checkpoint/config format read by others (speculators)
+    INDEX = "index"  # an indexing convention, not a system (HF hidden_states[k])
+    READING = "reading"  # a bare reading of an id list when nobody says which system wrote it
+
+
 class Meaning(str, Enum):
     """What one native id names, before any list-level offset rule."""
 
@@ -126,7 +136,7 @@ class Convention:
     # -- identity -----------------------------------------------------------------------
     name: str  # registry name, e.g. "sglang-legacy"
     system: str  # human name, e.g. "SGLang <= 0.5.12 (before sglang#25454)"
-    role: str  # "trainer", "engine", "format" or "index"
+    role: Role  # trainer, engine, format, index or reading (see Role)
     # -- what a native id means -----------------------------------------------------------
     meaning: Meaning
     offset_rule: OffsetRule

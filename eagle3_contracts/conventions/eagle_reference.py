@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from eagle3_contracts.conventions._entry import Convention, DefaultRule, Meaning, OffsetRule
+from eagle3_contracts.conventions._entry import Convention, DefaultRule, Meaning, OffsetRule, Role
 
 EAGLE_REFERENCE = Convention(
     name="eagle-reference",
     system="original EAGLE (SafeAILab/EAGLE)",
-    role="trainer",
+    role=Role.TRAINER,
     meaning=Meaning.BOUNDARY,
     offset_rule=OffsetRule.BOUNDARY,
     id_paths=(),

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from eagle3_contracts.conventions._entry import Convention, Dedup, Meaning, OffsetRule, PostNorm
+from eagle3_contracts.conventions._entry import (
+    Convention,
+    Dedup,
+    Meaning,
+    OffsetRule,
+    PostNorm,
+    Role,
+)
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
 TOP_LEVEL = "eagle_aux_hidden_state_layer_ids"
@@ -10,7 +17,7 @@ TOP_LEVEL = "eagle_aux_hidden_state_layer_ids"
 HF_HIDDEN_STATES = Convention(
     name="hf-hidden-states",
     system="Hugging Face hidden_states indexing",
-    role="index",
+    role=Role.INDEX,
     meaning=Meaning.HF_INDEX,
     offset_rule=OffsetRule.HF_INDEX,
     post_norm_id=PostNorm.LAST_INDEX,

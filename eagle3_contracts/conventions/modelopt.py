@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from eagle3_contracts.conventions._entry import Convention, Dedup, DefaultRule, Meaning, OffsetRule
+from eagle3_contracts.conventions._entry import (
+    Convention,
+    Dedup,
+    DefaultRule,
+    Meaning,
+    OffsetRule,
+    Role,
+)
 from eagle3_contracts.conventions.hf import NESTED
 
 MODELOPT = Convention(
     name="modelopt",
     system="NVIDIA ModelOpt",
-    role="trainer",
+    role=Role.TRAINER,
     meaning=Meaning.OUTPUT,
     offset_rule=OffsetRule.IDENTITY,
     id_paths=(NESTED,),

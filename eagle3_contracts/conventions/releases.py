@@ -24,6 +24,7 @@ from eagle3_contracts.conventions._entry import (
     Meaning,
     OffsetRule,
     PipelineParallel,
+    Role,
 )
 from eagle3_contracts.errors import ContractError
 
@@ -270,7 +271,7 @@ def convention_from_table(table: dict[str, Any], key: str) -> Convention:
     fields: dict[str, Any] = {
         "name": f"{release}:{file}",
         "system": f"{FRAMEWORKS.get(framework, framework)} {version}, {file} ({cls})",
-        "role": "engine",
+        "role": Role.ENGINE,
         "meaning": meaning,
         "offset_rule": offset_rule,
         "id_paths": tuple(precedence),

@@ -10,6 +10,7 @@ from eagle3_contracts.conventions._entry import (
     Meaning,
     OffsetRule,
     PipelineParallel,
+    Role,
 )
 from eagle3_contracts.conventions.hf import NESTED
 
@@ -45,7 +46,7 @@ _COMMON_NOTES = (
 # Facts every SGLang entry shares: nested ids, [2, L//2, L-3] loop-index default, capture
 # before layer i, ascending concat, last-stage-only pipeline capture, the embedding caveat.
 _SHARED: dict[str, Any] = dict(
-    role="engine",
+    role=Role.ENGINE,
     id_paths=(NESTED,),
     default=DefaultRule.BOUNDARIES_2_MID_LM3,
     concat_order="ascending",

@@ -8,6 +8,7 @@ from eagle3_contracts.conventions._entry import (
     DefaultRule,
     Meaning,
     OffsetRule,
+    Role,
     Validation,
 )
 from eagle3_contracts.conventions.hf import NESTED
@@ -15,7 +16,7 @@ from eagle3_contracts.conventions.hf import NESTED
 SPECFORGE = Convention(
     name="specforge",
     system="SpecForge (HF backend)",
-    role="trainer",
+    role=Role.TRAINER,
     meaning=Meaning.OUTPUT,
     offset_rule=OffsetRule.IDENTITY,
     id_paths=(NESTED,),

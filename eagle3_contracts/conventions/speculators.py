@@ -8,6 +8,7 @@ from eagle3_contracts.conventions._entry import (
     DefaultRule,
     Meaning,
     OffsetRule,
+    Role,
     Validation,
 )
 from eagle3_contracts.conventions.hf import TOP_LEVEL
@@ -15,7 +16,7 @@ from eagle3_contracts.conventions.hf import TOP_LEVEL
 SPECULATORS = Convention(
     name="speculators",
     system="speculators (vllm-project/speculators)",
-    role="format",
+    role=Role.FORMAT,
     meaning=Meaning.BOUNDARY,
     offset_rule=OffsetRule.BOUNDARY,
     id_paths=(TOP_LEVEL,),

@@ -10,13 +10,14 @@ from eagle3_contracts.conventions._entry import (
     OffsetRule,
     PipelineParallel,
     PostNorm,
+    Role,
 )
 from eagle3_contracts.conventions.hf import NESTED, TOP_LEVEL
 
 TRTLLM = Convention(
     name="trtllm",
     system="TensorRT-LLM (PyTorch backend)",
-    role="engine",
+    role=Role.ENGINE,
     meaning=Meaning.OUTPUT,
     offset_rule=OffsetRule.IDENTITY,
     post_norm_id=PostNorm.MINUS_ONE,

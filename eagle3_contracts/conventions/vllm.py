@@ -11,6 +11,7 @@ from eagle3_contracts.conventions._entry import (
     Meaning,
     OffsetRule,
     PipelineParallel,
+    Role,
 )
 from eagle3_contracts.conventions.hf import NESTED, TOP_LEVEL
 
@@ -37,7 +38,7 @@ _NOTES = (
 # Facts both vLLM entries share: boundary ids with no offset, the (2, L//2, L-3) default,
 # sorted(set(ids)), 0..L reachable, pipeline behaviour depending on the model runner.
 _SHARED: dict[str, Any] = dict(
-    role="engine",
+    role=Role.ENGINE,
     meaning=Meaning.BOUNDARY,
     offset_rule=OffsetRule.BOUNDARY,
     default=DefaultRule.BOUNDARIES_2_MID_LM3,
