@@ -1,0 +1,5 @@
+"""Import-only stub of sgl_kernel (no CPU wheel exists); see ../_import_stub.py."""
+
+from _import_stub import install as _install
+
+_install(__import__(__name__), "0.0.0+e3stub")
