@@ -9,6 +9,7 @@ needs d2t/t2d values.
 from __future__ import annotations
 
 import argparse
+import os
 
 from eagle3_contracts.cli._args import positive_int
 from eagle3_contracts.cli._output import emit
@@ -31,15 +32,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trained-with",
         metavar="SYSTEM",
-        help="the trainer's convention (e.g. specforge); without it both readings are shown",
+        help="the trainer: a release (specforge==0.2.0; 'specforge' = its newest release), an "
+        "engine release whose captures were the training data (sglang==0.5.14), or a "
+        "convention (specforge-hf, eagle-reference, speculators, hf-hidden-states); without it "
+        "both readings are shown",
     )
     parser.add_argument(
         "--serve-with",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         metavar="SYSTEM",
-        help="a serving convention (repeatable, or comma-separated; default: every engine); "
-        "'framework==version' names a release, e.g. sglang==0.5.23",
+        help="serving systems, space- or comma-separated, repeatable (default: sglang vllm "
+        "trtllm): sglang==0.5.23, vllm==0.33.0, vllm==0.33.0:v1 (the model runner); an "
+        "unversioned sglang/vllm is the newest probed release and the output says which",
     )
     parser.add_argument(
         "--serve-config",
@@ -53,7 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pp-partition", metavar="a,b,c", help="explicit layers per pipeline stage"
     )
-    parser.add_argument("--example", metavar="NAME", help="use an embedded example (kimi-k2.5)")
+    from eagle3_contracts.config import examples
+
+    parser.add_argument(
+        "--example",
+        metavar="NAME",
+        help=f"use an embedded example: {', '.join(examples.names())}",
+    )
     parser.add_argument("--list", action="store_true", help="list conventions and examples")
     parser.add_argument("--json", action="store_true", help="print the stable JSON report")
 
@@ -72,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
     draft, target, trained_with = args.draft, args.target, args.trained_with
     served = list(args.serve_config)
     serve_with = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
+    stray = [s for s in serve_with if s.endswith(".json") or os.path.sep in s]
+    if stray:
+        raise UsageError(
+            f"--serve-with takes system names, got {stray[0]!r}: put DRAFT before --serve-with "
+            "(its values run to the next option)"
+        )
     if args.example:
         if draft or target:
             raise UsageError("--example replaces DRAFT and --target; give one or the other")

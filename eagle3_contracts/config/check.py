@@ -27,8 +27,9 @@ from eagle3_contracts.config.readers import (
 from eagle3_contracts.errors import ConfigError, ContractError
 from eagle3_contracts.layer_ids import check_num_layers
 
-SCHEMA_VERSION = 1
-"""Version of ``CheckReport.to_dict()``; bumped only on incompatible changes."""
+SCHEMA_VERSION = 2
+"""Version of ``CheckReport.to_dict()``; bumped only on incompatible changes (2: rows carry
+``key``/``kind`` and plans the release, runner, model file and source they answer for)."""
 
 PathOrDict = str | os.PathLike[str] | Mapping[str, Any]
 
@@ -57,11 +58,18 @@ class CheckRow:
             label = (
                 f"shifted {f.shift:+d}"
                 if f.kind is FindingKind.SHIFTED
+                else f"crashes ({self.plan.crash or 'weight-load'})"
+                if f.kind is FindingKind.CRASHES
                 else f.kind.value.replace("-", " ")
             )
             if label not in parts:
                 parts.append(label)
         return ", ".join(parts)
+
+    @property
+    def unknown(self) -> bool:
+        """The release's code needs reading for this row: neither ok nor a proven mismatch."""
+        return any(f.kind is FindingKind.UNKNOWN for f in self.findings)
 
     @property
     def fix_native_ids(self) -> tuple[int, ...] | None:
@@ -77,6 +85,8 @@ class CheckRow:
             return "-"
         if self.fix_native_ids is None:
             return "no native ids can fix it (see details)"
+        if self.plan.read_path is not None:
+            return f"{self.plan.read_path} = [{_ids(self.fix_native_ids)}]"
         conv = self.plan.convention or conventions.get(self.system)
         return f"{conv.setting} = [{_ids(self.fix_native_ids)}]"
 
@@ -85,7 +95,10 @@ class CheckRow:
             "config": self.config,
             "reading": self.reading,
             "system": self.system,
+            "key": self.plan.key,
+            "kind": self.plan.kind,
             "ok": self.ok,
+            "unknown": self.unknown,
             "verdict": self.verdict,
             "layer_ids": list(self.plan.layer_ids),
             "findings": [f.to_dict() for f in self.findings],
@@ -122,7 +135,14 @@ class CheckReport:
         )
 
     @property
+    def unknown_rows(self) -> int:
+        """Rows whose release code needs reading (a run with any of them exits 1, never 0)."""
+        return sum(r.unknown for r in self.rows)
+
+    @property
     def exit_code(self) -> int:
+        """0: every row ok; 1: a mismatch, crash, unsupported or unknown row (an unknown row
+        cannot be shown to be ok); bad input never gets here (the CLI exits 2)."""
         return 0 if self.ok else 1
 
     # -- output -------------------------------------------------------------------------
@@ -134,6 +154,7 @@ class CheckReport:
             "title": self.title,
             "ok": self.ok,
             "exit_code": self.exit_code,
+            "unknown_rows": self.unknown_rows,
             "draft": {
                 "source": self.draft.source,
                 "schema": self.draft.schema,
@@ -171,7 +192,9 @@ class CheckReport:
             lines.append(
                 f"{label}: canonical [{_ids(plan.layer_ids)}] ({plan.order}, width {plan.width})"
                 + (f"; refused: {plan.refused}" if plan.refused else "")
+                + (f" [{plan.key}]" if plan.release else "")
             )
+            lines += [f"  assumed: {a}" for a in plan.assumptions]
         if self.ambiguous:
             lines.append(
                 "AMBIGUOUS: no --trained-with, and the ids mean different layers under each "
@@ -181,7 +204,7 @@ class CheckReport:
         show_config = len({r.config for r in self.rows}) > 1
         show_reading = len(self.readings) > 1
         header = (["config"] if show_config else []) + (["reading"] if show_reading else [])
-        header += ["system", "layers fed (canonical)", "verdict", "fix"]
+        header += ["system", "answered for", "layers fed (canonical)", "verdict", "fix"]
         table = [tuple(header)]
         for r in self.rows:
             fed = _ids(r.plan.layer_ids) or "-"
@@ -189,11 +212,13 @@ class CheckReport:
                 fed += "".join(f", {s}" for s in r.plan.non_canonical)
             if r.plan.refused:
                 fed = "(refused)"
+            if r.plan.kind in ("unsupported", "unknown"):
+                fed = f"({r.plan.kind})"
             fix = r.fix_label()
             cells = ([r.config] if show_config else []) + ([r.reading] if show_reading else [])
-            table.append((*cells, r.system, fed, r.verdict, fix))
+            table.append((*cells, r.system, _answered_for(r.plan), fed, r.verdict, fix))
         lines += text_table(table)
-        detail = [r for r in self.rows if r.findings or r.plan.notes]
+        detail = [r for r in self.rows if r.findings or r.plan.notes or r.plan.assumptions]
         if detail:
             lines.append("")
             lines.append("details:")
@@ -204,6 +229,8 @@ class CheckReport:
             lines.append(f"  {where}")
             for f in r.findings:
                 lines.append(f"    - {f.message}")
+            for a in r.plan.assumptions:
+                lines.append(f"    * assumed: {a}")
             for note in r.plan.notes:
                 lines.append(f"    * {note}")
             if r.stages:
@@ -220,8 +247,20 @@ class CheckReport:
             lines.append(f"note: {note}")
         lines.append("")
         verdict = "OK" if self.ok else "MISMATCH"
+        if not self.ok and self.unknown_rows and all(r.ok or r.unknown for r in self.rows):
+            verdict = f"UNKNOWN ({self.unknown_rows} row(s) need reading; nothing proven wrong)"
         lines.append(f"result: {verdict} (exit {self.exit_code})")
         return "\n".join(lines)
+
+
+def _answered_for(plan: CapturePlan) -> str:
+    """``0.5.23 deepseek_v2.py``, ``0.33.0:v2 llama.py``: the release key without the engine
+    name the system column already shows; ``-`` for registry conventions."""
+    if plan.release is None:
+        return "-"
+    version = plan.release.split("==", 1)[1]
+    runner = f":{plan.runner}" if plan.runner else ""
+    return f"{version}{runner} {plan.model_file or '?'}"
 
 
 def _ids(ids: Sequence[int]) -> str:
@@ -269,10 +308,8 @@ def check_drafter(
     systems = tuple(serve_with) or conventions.SERVING
     if not serve_with:
         notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
-    for name in systems:  # fail early, as one typed error, on an unknown name
-        conventions.get(
-            name, model_type=target_cfg.model_type, architectures=target_cfg.architectures
-        )
+    for name in (*systems, *([trained_with] if trained_with else [])):
+        _check_name(name, target_cfg)  # fail early, as one typed error, on an unknown name
 
     if trained_with is not None:
         readings = ((trained_with, resolve(draft_cfg, target_cfg, trained_with)),)
@@ -341,6 +378,18 @@ def check_drafter(
     )
 
 
+def _check_name(name: str, target: TargetConfig) -> None:
+    """A typed error naming the option for a system or trainer name no one answers."""
+    from eagle3_contracts.config import serving
+    from eagle3_contracts.conventions import predict
+
+    if serving.answers(name):
+        if predict.is_engine(name):
+            predict.parse_serve(name)
+        return
+    conventions.get(name, model_type=target.model_type, architectures=target.architectures)
+
+
 def _target(
     target: PathOrDict | TargetConfig | None, num_layers: int | None, hidden_size: int | None
 ) -> TargetConfig:
@@ -376,12 +425,17 @@ def _partitions(
         return dict.fromkeys(systems, part)
     assert pp_size is not None
     out = {}
+    from eagle3_contracts.conventions import predict
+
     for name in systems:
-        conv = conventions.get(
-            name, model_type=target.model_type, architectures=target.architectures
-        )
+        if predict.is_engine(name):
+            rule = predict.parse_serve(name).framework  # the engine's own split rule
+        else:
+            rule = conventions.get(
+                name, model_type=target.model_type, architectures=target.architectures
+            ).pp_split_rule
         try:
-            out[name] = LayerPartition.even(n, pp_size, rule=conv.pp_split_rule)
+            out[name] = LayerPartition.even(n, pp_size, rule=rule)
         except ContractError as exc:
             raise ContractError(f"--pp-size: {exc}", field="pp_size") from None
     return out

@@ -518,7 +518,7 @@ def _release_verdict(
             (),
             None,
         )
-    if trained.refused or trained.kind != "segments" or served.feed is None:
+    if trained.refused or served.refused or trained.kind != "segments" or served.feed is None:
         return None
     if served.kind == "crash":
         return (

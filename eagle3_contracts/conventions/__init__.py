@@ -37,8 +37,15 @@ from eagle3_contracts.errors import ContractError
 _FAMILIES = (hf, specforge, eagle_reference, sglang, vllm, trtllm, speculators, modelopt)
 REGISTRY: dict[str, Convention] = {c.name: c for m in _FAMILIES for c in m.ENTRIES}
 
-SERVING: tuple[str, ...] = ("sglang-legacy", "sglang", "vllm", "vllm-nested", "trtllm")
-"""Engines ``check`` serves with when no ``--serve-with`` is given."""
+SERVING: tuple[str, ...] = ("sglang", "vllm", "trtllm")
+"""Engines ``check`` serves with when no ``--serve-with`` is given: ``sglang`` and ``vllm`` are
+their newest probed releases (``conventions.predict``), answered for the target's model file
+and, for vLLM, the release's default model runner."""
+
+LEGACY_NAMES: dict[str, str] = {"specforge": "specforge-hf"}
+"""Element-wise readings under an older name: ``get("specforge")`` is the HF-backend reading
+(``specforge-hf``). What a SpecForge *release* trained on depends on the target's model file and
+is answered by ``predict.predict_training`` (``check --trained-with specforge``)."""
 
 # The two readings of an id list when nobody says which trainer wrote it.
 READINGS: dict[str, Convention] = {
@@ -67,6 +74,7 @@ READINGS: dict[str, Convention] = {
 }
 
 __all__ = [
+    "LEGACY_NAMES",
     "READINGS",
     "REGISTRY",
     "SERVING",
@@ -110,6 +118,7 @@ def get(
             field="convention",
         )
     key = name.strip()
+    key = LEGACY_NAMES.get(key, key)
     if key in REGISTRY:
         return REGISTRY[key]
     if key in READINGS:

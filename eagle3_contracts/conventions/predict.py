@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from eagle3_contracts.conventions import releases
 from eagle3_contracts.errors import ContractError
@@ -62,6 +62,37 @@ USE_AUX_SOURCES: dict[str, str] = {
     "sglang": "sglang/srt/model_executor/model_runner.py (0.5.14 lines 458-472); "
     "model_runner_components/spec_aux_hidden_state.py (0.5.23 lines 187-196)",
 }
+
+
+class TargetFacts(Protocol):
+    """What the prediction needs of a target (``config.readers.TargetConfig`` has it)."""
+
+    @property
+    def num_layers(self) -> int: ...
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def architectures(self) -> tuple[str, ...]: ...
+    @property
+    def model_type(self) -> str | None: ...
+    @property
+    def text_model_type(self) -> str | None: ...
+    @property
+    def is_moe(self) -> bool: ...
+    @property
+    def quantized(self) -> bool: ...
+
+
+TargetLike = Mapping[str, Any] | TargetFacts
+
+
+def _target(target_config: TargetLike) -> TargetFacts:
+    if isinstance(target_config, Mapping):
+        # the one reader of target config.json files (torch-free; see tests/test_architecture.py)
+        from eagle3_contracts.config.readers import read_target_config
+
+        return read_target_config(target_config)
+    return target_config
 
 
 @dataclass(frozen=True)
@@ -185,7 +216,7 @@ def newest_release(framework: str) -> str:
 def predict_feed(
     serve: str,
     draft_config: Mapping[str, Any],
-    target_config: Mapping[str, Any],
+    target_config: TargetLike,
     *,
     explicit_ids: Sequence[int] | None = None,
 ) -> Feed:
@@ -196,9 +227,6 @@ def predict_feed(
     ``ConfigError`` only for malformed input; a release, model file or code path the tables
     cannot answer gives ``kind="unknown"``.
     """
-    # the one reader of target config.json files (torch-free; see tests/test_architecture.py)
-    from eagle3_contracts.config.readers import read_target_config
-
     spec = parse_serve(serve)
     if not isinstance(draft_config, Mapping):
         raise ContractError(
@@ -206,7 +234,7 @@ def predict_feed(
             f"{type(draft_config).__name__}",
             field="draft_config",
         )
-    target = read_target_config(target_config)
+    target = _target(target_config)
     assumptions: list[str] = []
     version = spec.version
     if version is None:
@@ -236,7 +264,7 @@ class _Context:
     spec: ServeSpec
     release: str
     table: dict[str, Any]
-    target: Any  # TargetConfig
+    target: TargetFacts
     draft: Mapping[str, Any]
     assumptions: list[str]
     notes: list[str] = field(default_factory=list)
@@ -712,13 +740,11 @@ def is_trainer_release(name: str) -> bool:
 
 
 def predict_training(
-    trained_with: str, draft_config: Mapping[str, Any], target_config: Mapping[str, Any]
+    trained_with: str, draft_config: Mapping[str, Any], target_config: TargetLike
 ) -> Feed:
     """The canonical features a drafter was trained on, for a trainer release
     (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
     captures were the training data (``sglang==0.5.14``)."""
-    from eagle3_contracts.config.readers import read_target_config
-
     key = trained_with.strip()
     assumptions: list[str] = []
     if key in TRAINER_DEFAULTS:
@@ -735,7 +761,7 @@ def predict_training(
             field="trained_with",
         )
     trainer = TRAINERS[key]
-    target = read_target_config(target_config)
+    target = _target(target_config)
     n = target.num_layers
     eagle = draft_config.get("eagle_config")
     ids = eagle.get(TOP) if isinstance(eagle, Mapping) else None

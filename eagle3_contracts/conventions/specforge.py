@@ -1,4 +1,11 @@
-"""SpecForge (``sgl-project/SpecForge``), the trainer most EAGLE-3 drafters come from."""
+"""SpecForge (``sgl-project/SpecForge``), the trainer most EAGLE-3 drafters come from.
+
+This entry is SpecForge's removed HF backend (forward hooks on layer outputs, list-order
+concatenation), kept under the name ``specforge-hf``. SpecForge 0.2.0, the PyPI release, has only
+the SGLang backend: what it trained on is what SGLang 0.5.14 captures for the target's model
+file, answered per release by ``conventions.predict.predict_training("specforge==0.2.0", ...)``
+(``check --trained-with specforge``).
+"""
 
 from __future__ import annotations
 
@@ -14,8 +21,8 @@ from eagle3_contracts.conventions._entry import (
 from eagle3_contracts.conventions.hf import NESTED
 
 SPECFORGE = Convention(
-    name="specforge",
-    system="SpecForge (HF backend)",
+    name="specforge-hf",
+    system="SpecForge HF backend (removed; SpecForge 0.2.0 has only the SGLang backend)",
     role=Role.TRAINER,
     meaning=Meaning.OUTPUT,
     offset_rule=OffsetRule.IDENTITY,
@@ -32,10 +39,12 @@ SPECFORGE = Convention(
         "the default; requires exactly three non-negative ints.",
         "The HF backend hooks layers[idx] (outputs) and concatenates in config list order; "
         "engines concatenate ascending, so an unsorted list trains a layout no engine serves. "
-        "'specforge' here means the HF backend: concat order = list order.",
+        "'specforge-hf' is the HF backend: concat order = list order.",
         "The older HF backend used hidden_states[id + 1], so id L-1 got the post-norm state "
         "(use 'hf-hidden-states' to model it).",
-        "The SGLang backend passes ids to SGLang: its offset rules apply (use an sglang entry).",
+        "The SGLang backend (SpecForge 0.2.0, config/schema.py:54 target_backend: "
+        'Literal["sglang"], pinned sglang==0.5.14) hands the ids to SGLang\'s '
+        "set_eagle3_layers_to_capture: use check --trained-with specforge==0.2.0.",
     ),
     sources=(
         "sgl-project/SpecForge resolve_eagle_capture_layers",

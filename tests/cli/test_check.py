@@ -18,6 +18,9 @@ ROW_KEYS = {
     "config",
     "reading",
     "system",
+    "key",
+    "kind",
+    "unknown",
     "ok",
     "verdict",
     "layer_ids",
@@ -32,6 +35,7 @@ TOP_KEYS = {
     "title",
     "ok",
     "exit_code",
+    "unknown_rows",
     "draft",
     "target",
     "trained_with",
@@ -63,15 +67,18 @@ def test_kimi_example_matrix(capsys: pytest.CaptureFixture[str]) -> None:
     row = lambda config, system: next(  # noqa: E731
         line for line in lines if line.startswith(config) and f" {system} " in line
     )
-    assert "2, 30, 58" in row("draft.json", "sglang-legacy") and " ok " in row(
-        "draft.json", "trtllm"
-    )
+    # engines are their newest probed release, answered for the target's model file
+    assert "0.5.23 deepseek_v2.py" in row("draft.json", "sglang")
+    assert "0.33.0:v2 deepseek_v2.py" in row("draft.json", "vllm")
+    assert " ok " in row("draft.json", "trtllm")
     assert "shifted -1" in row("draft.json", "sglang") and "[3, 31, 59]" in row(
         "draft.json", "sglang"
     )
-    assert "layer missing" in row("draft-fixed.json", "sglang-legacy")
-    assert "hidden_states + None and fail" in out  # the released SGLang loop cannot feed -1
+    assert "crashes (fc-width-mismatch)" in row("draft-fixed.json", "sglang")
+    assert "assumed: unversioned 'sglang' = the newest probed release sglang==0.5.23" in out
     assert "result: MISMATCH (exit 1)" in out
+    code, out, _ = run(capsys, "--example", "kimi-k2.5", "--serve-with", "sglang-legacy")
+    assert "crashes (embedding-residual-none)" in out  # stock 0.5.12: hidden_states + None
 
 
 def test_llama_example_passes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,23 +91,31 @@ def test_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--example", "kimi-k2.5", "--json")
     data = json.loads(out)
     assert code == data["exit_code"] == 1 and data["ok"] is False
-    assert set(data) == TOP_KEYS and data["schema_version"] == SCHEMA_VERSION == 1
-    assert data["trained_with"] == "specforge" and data["ambiguous"] is False
-    assert len(data["rows"]) == 2 * 5  # two served configs x five engines
+    assert set(data) == TOP_KEYS and data["schema_version"] == SCHEMA_VERSION == 2
+    assert data["trained_with"] == "specforge-hf" and data["ambiguous"] is False
+    assert len(data["rows"]) == 2 * 3  # two served configs x three engines
     for row in data["rows"]:
         assert set(row) == ROW_KEYS
         for finding in row["findings"]:
             assert set(finding) == {"kind", "message", "layers", "shift", "fix_native_ids", "fix"}
     sglang = next(r for r in data["rows"] if (r["config"], r["system"]) == ("draft.json", "sglang"))
     assert sglang["layer_ids"] == [1, 29, 57] and sglang["fix_native_ids"] == [3, 31, 59]
+    assert sglang["key"] == "sglang==0.5.23 deepseek_v2.py" and sglang["kind"] == "segments"
     assert sglang["findings"][0] == {
         "kind": "shifted",
         "message": "shifted by -1: every state is 1 layer early ([1, 29, 57] instead of [2, 30, 58])",
         "layers": [1, 29, 57],
         "shift": -1,
         "fix_native_ids": [3, 31, 59],
-        "fix": "set eagle_config.eagle_aux_hidden_state_layer_ids = [3, 31, 59]",
+        "fix": "set eagle_config.eagle_aux_hidden_state_layer_ids = [3, 31, 59]: "
+        "sglang==0.5.23 deepseek_v2.py then feeds them",
     }
+    plan = sglang["plan"]
+    assert (plan["release"], plan["runner"], plan["model_file"]) == (
+        "sglang==0.5.23",
+        None,
+        "deepseek_v2.py",
+    )
     assert data["target"] == {
         "source": data["target"]["source"],
         "num_layers": 61,
@@ -126,7 +141,7 @@ def test_ambiguous_without_trained_with(capsys: pytest.CaptureFixture[str], tmp_
         "--hidden-size",
         "7168",
         "--trained-with",
-        "specforge",
+        "specforge-hf",
         "--serve-with",
         "trtllm",
     )
@@ -135,7 +150,12 @@ def test_ambiguous_without_trained_with(capsys: pytest.CaptureFixture[str], tmp_
 
 def test_readings_that_agree_pass(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     draft = write(tmp_path, "d.json", {"hidden_size": 64})
-    code, out, _ = run(capsys, draft, "--num-layers", "32", "--hidden-size", "64")
+    target = write(
+        tmp_path,
+        "t.json",
+        {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 64},
+    )
+    code, out, _ = run(capsys, draft, "--target", target)
     assert code == 0 and "both readings" in out
 
 
@@ -199,7 +219,9 @@ def test_pipeline_parallel(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_check_drafter_api_for_the_plugin() -> None:
     draft, target = examples.load("kimi-k2.5")
-    report = check_drafter(draft, target=target, trained_with="specforge", serve_with=("trtllm",))
+    report = check_drafter(
+        draft, target=target, trained_with="specforge-hf", serve_with=("trtllm",)
+    )
     assert report.ok and [r.system for r in report.rows] == ["trtllm"]
     assert report.to_dict()["rows"][0]["verdict"] == "ok"
     assert "result: OK" in report.render_text()
@@ -248,8 +270,10 @@ def test_check_drafter_api_for_the_plugin() -> None:
             "--hidden-size",
             "8",
             "--serve-with",
-            "sglang==0.0.0-bogus",
+            "sglang==0.5.23:v1",  # only vLLM has model runners
         ],
+        ["{draft}", "--num-layers", "4", "--hidden-size", "8", "--serve-with", "vllm:v3"],
+        ["--serve-with", "sglang", "{draft}", "--num-layers", "4", "--hidden-size", "8"],
     ],
 )
 def test_bad_input_exits_2_with_one_line(
@@ -289,7 +313,7 @@ def test_real_subprocess_is_torch_free() -> None:
         check=False,
     )
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert json.loads(proc.stdout)["schema_version"] == 1
+    assert json.loads(proc.stdout)["schema_version"] == 2
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     assert not {m for m in imported if m.split(".")[0] in {"torch", "safetensors", "numpy"}}
     assert "Traceback" not in proc.stderr
@@ -317,3 +341,71 @@ def test_sizes_must_be_positive_and_the_option_is_named(
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert f"argument {option}: must be a positive integer, got 0" in err
+
+
+def test_serve_with_space_separated_like_the_readme(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """README: `--serve-with sglang==0.5.23 vllm` (and the comma form) names two systems."""
+    draft, target = examples.load("kimi-k2.5")
+    for argv in (["sglang==0.5.23", "vllm"], ["sglang==0.5.23,vllm"]):
+        code, out, _ = run(
+            capsys,
+            draft,
+            "--target",
+            target,
+            "--trained-with",
+            "specforge",
+            "--serve-with",
+            *argv,
+            "--json",
+        )
+        rows = json.loads(out)["rows"]
+        assert [r["system"] for r in rows] == ["sglang==0.5.23", "vllm"], argv
+        assert rows[1]["key"] == "vllm==0.33.0:v2 deepseek_v2.py"
+        assert code == 0  # SpecForge 0.2.0 trained [1, 29, 57]; both feed exactly that
+
+
+def test_runner_is_selectable(capsys: pytest.CaptureFixture[str]) -> None:
+    draft, target = examples.load("kimi-k2.5")
+    _code, out, _ = run(
+        capsys,
+        draft,
+        "--target",
+        target,
+        "--trained-with",
+        "specforge-hf",
+        "--serve-with",
+        "vllm==0.33.0:v1",
+        "vllm==0.22.0",
+        "--json",
+    )
+    rows = json.loads(out)["rows"]
+    assert [r["key"] for r in rows] == [
+        "vllm==0.33.0:v1 deepseek_v2.py",
+        "vllm==0.22.0:v1 deepseek_v2.py",  # 0.22.0 picks V2 only for dense Qwen3ForCausalLM
+    ]
+    assert all(
+        r["fix"].startswith("set eagle_aux_hidden_state_layer_ids = [3, 31, 59]") for r in rows
+    )
+
+
+def test_a_partly_unknown_run_answers_every_other_row_and_exits_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An unprobed release (or a model file the probe could not read) is one unknown row."""
+    draft, target = examples.load("kimi-k2.5")
+    code, out, _ = run(
+        capsys,
+        draft,
+        "--target",
+        target,
+        "--trained-with",
+        "specforge==0.2.0",
+        "--serve-with",
+        "sglang==0.5.23",
+        "sglang==0.4.0",
+    )
+    assert code == 1
+    assert "result: UNKNOWN (1 row(s) need reading; nothing proven wrong) (exit 1)" in out
+    assert "sglang==0.4.0 has not been probed" in out

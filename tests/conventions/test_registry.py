@@ -36,7 +36,7 @@ class Facts:
 
 FACTS: dict[str, Facts] = {
     "hf-hidden-states": Facts((1, 29, 57), (0, 28, 56), None, True, False, "as_listed"),
-    "specforge": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, True, "as_listed"),
+    "specforge-hf": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, True, "as_listed"),
     "eagle-reference": Facts((1, 29, 57), (0, 28, 56), (1, 29, 57), True, False),
     "sglang-legacy": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, False),
     "sglang": Facts((1, 29, 57), (1, 29, 57), (1, 29, 57), True, False),
@@ -49,7 +49,7 @@ FACTS: dict[str, Facts] = {
 }
 REQUIRED = (
     "hf-hidden-states",
-    "specforge",
+    "specforge-hf",
     "eagle-reference",
     "sglang-legacy",
     "sglang",
@@ -102,7 +102,12 @@ def test_default(name: str) -> None:
     assert c.concat_order == f.order
     if f.default is not None:
         assert str(L) in c.describe_default(L)
-        plan = resolve({}, {"num_hidden_layers": L, "hidden_size": 8}, name)
+        target = {
+            "num_hidden_layers": L,
+            "hidden_size": 8,
+            "architectures": ["DeepseekV3ForCausalLM"],
+        }
+        plan = resolve({}, target, name)  # engine names are answered for the model file
         assert tuple(sorted(plan.layer_ids)) == f.default and plan.native_ids is None
         assert plan.notes, "a default that applies is reported"
 
