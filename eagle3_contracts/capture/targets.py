@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eagle3_contracts._io import read_json_file, regular_file
 from eagle3_contracts.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def target_from_model(
     from eagle3_contracts.capture.introspect import text_config
 
     layers = decoder_layers(model, layers_path)
-    config = getattr(model, "config", None)
+    config: Any = getattr(model, "config", None)
     text = text_config(model)
     hidden = getattr(text, "hidden_size", None)
     vocab = getattr(text, "vocab_size", None)
@@ -100,15 +100,40 @@ def target_from_model(
     )
 
 
+MAX_TARGET_LAYERS = 1024
+"""Deepest target built or loaded for a diagnosis (released decoders have a few hundred)."""
+
+
+def default_max_bytes() -> int:
+    """The default memory budget of a target: physical memory, or the address-space limit
+    (``RLIMIT_AS``) when lower. ``load_target(max_bytes=...)`` / ``--max-target-gib`` raise it."""
+    budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return budget
+    return budget if soft == resource.RLIM_INFINITY else min(budget, soft)
+
+
 def load_target(
-    spec: str | os.PathLike[str], *, seed: int = 0, dtype: torch.dtype | None = None
+    spec: str | os.PathLike[str],
+    *,
+    seed: int = 0,
+    dtype: torch.dtype | None = None,
+    max_bytes: int | None = None,
 ) -> Target:
     """Load ``spec`` (an HF directory with safetensors weights, or a ``config.json``).
 
     ``dtype`` overrides the checkpoint's dtype (default: as stored; float32 for random init).
+    The target's size is estimated before anything is allocated (from the weight files, or
+    from the config's sizes for a random init) and refused above ``max_bytes`` (default
+    ``default_max_bytes()``); its sizes are checked first (``ConfigError`` naming the field).
     """
     path = Path(spec)
     source = str(path)
+    budget = default_max_bytes() if max_bytes is None else max_bytes
     if not path.exists():
         raise ConfigError(
             "no such file or directory (pass a local model directory or a config.json; "
@@ -137,8 +162,72 @@ def load_target(
                 f"same random model)",
                 source=source,
             )
+        _check_sizes(_read_config(config_path), str(config_path))
+        size = sum(regular_file(w, what="weights file").st_size for w in weights)
+        _check_budget(size, budget, "its *.safetensors weights", source)
         return _from_pretrained(path, dtype)
-    return _from_config(path, seed=seed, dtype=dtype)
+    data = _read_config(path)
+    config = _hf_config(data, source)  # names a missing or unknown model_type first
+    params = _check_sizes(data, source)
+    _check_budget(params * 4, budget, f"~{params:.3g} float32 parameters", source)
+    return _from_config(path, config, seed=seed, dtype=dtype)
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    data = read_json_file(path, what="target config")
+    if not isinstance(data, dict):
+        raise ConfigError("config must be a JSON object", source=str(path))
+    return data
+
+
+def _check_sizes(data: dict[str, Any], source: str) -> int:
+    """Check the sizes a model is built from; return a lower bound of its parameter count."""
+    sizes = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    prefix = "text_config." if sizes is not data else ""
+    assert isinstance(sizes, dict)
+
+    def count(*keys: str, required: bool = True) -> int:
+        key = next((k for k in keys if sizes.get(k) is not None), keys[0])
+        value = sizes.get(key)
+        if value is None and not required:
+            return 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(
+                f"{prefix}{key} must be a positive integer, got {value!r}",
+                source=source,
+                field=prefix + key,
+            )
+        return value
+
+    layers = count("num_hidden_layers", "n_layer", "num_layers")
+    hidden = count("hidden_size", "n_embd", "d_model")
+    vocab = count("vocab_size")
+    heads = count("num_attention_heads", "n_head", required=False)
+    if layers > MAX_TARGET_LAYERS:
+        raise ConfigError(
+            f"{prefix}num_hidden_layers = {layers} is over the limit of {MAX_TARGET_LAYERS} "
+            f"layers for a diagnosis target",
+            source=source,
+            field=prefix + "num_hidden_layers",
+        )
+    if heads and hidden % heads:
+        raise ConfigError(
+            f"{prefix}hidden_size = {hidden} is not a multiple of num_attention_heads = {heads}",
+            source=source,
+            field=prefix + "hidden_size",
+        )
+    inter = count("intermediate_size", "n_inner", required=False)
+    return vocab * hidden + layers * (4 * hidden * hidden + 3 * hidden * inter)
+
+
+def _check_budget(nbytes: int, budget: int, what: str, source: str) -> None:
+    if nbytes > budget:
+        raise ConfigError(
+            f"this target needs at least {nbytes / 2**30:.3g} GiB ({what}), over the "
+            f"{budget / 2**30:.3g} GiB limit (physical memory or RLIMIT_AS); check its sizes, "
+            f"or raise the limit with --max-target-gib / load_target(max_bytes=...)",
+            source=source,
+        )
 
 
 def _hf_config(data: dict[str, Any], source: str) -> Any:
@@ -154,7 +243,7 @@ def _hf_config(data: dict[str, Any], source: str) -> Any:
     fields = {k: v for k, v in data.items() if k != "model_type"}
     try:
         return AutoConfig.for_model(model_type, **fields)
-    except (ValueError, KeyError) as exc:
+    except Exception as exc:  # ValueError, KeyError, transformers' strict field validation
         raise ConfigError(
             f"transformers cannot build model_type {model_type!r} ({_one_line(exc)}); remote "
             f"code is never run",
@@ -163,25 +252,19 @@ def _hf_config(data: dict[str, Any], source: str) -> Any:
         ) from None
 
 
-def _from_config(path: Path, *, seed: int, dtype: torch.dtype | None) -> Target:
+def _from_config(path: Path, config: Any, *, seed: int, dtype: torch.dtype | None) -> Target:
     import torch
     from transformers import AutoModelForCausalLM
 
     source = str(path)
     try:
-        data = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"not valid JSON: {_one_line(exc)}", source=source) from None
-    if not isinstance(data, dict):
-        raise ConfigError("config must be a JSON object", source=source)
-    config = _hf_config(data, source)
-    try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoModelForCausalLM.from_config(config, dtype=dtype or torch.float32)
-    except (ValueError, KeyError, TypeError) as exc:
+    except Exception as exc:  # transformers validates configs with many error types
         raise ConfigError(
-            f"cannot build a causal LM from this config: {_one_line(exc)}", source=source
+            f"cannot build a causal LM from this config: {type(exc).__name__}: {_one_line(exc)}",
+            source=source,
         ) from None
     return target_from_model(model, source=source, random_init=True, seed=seed)
 
@@ -197,8 +280,10 @@ def _from_pretrained(path: Path, dtype: torch.dtype | None) -> Target:
         kwargs["dtype"] = dtype
     try:
         model = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise ConfigError(f"cannot load the model: {_one_line(exc)}", source=source) from None
+    except Exception as exc:  # a truncated file raises SafetensorError, among others
+        raise ConfigError(
+            f"cannot load the model: {type(exc).__name__}: {_one_line(exc)}", source=source
+        ) from None
     return target_from_model(model, source=source, random_init=False)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import math
 
 from eagle3_contracts.cli._output import emit
 from eagle3_contracts.errors import ContractError
@@ -49,21 +49,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         default=None,
         help=f"seed of a random-init target built from a config.json (default {DEFAULT_SEED})",
     )
     parser.add_argument(
         "--rtol",
-        type=float,
+        type=_positive_float,
         default=None,
         help="relative-error tolerance of a match (default: by dtype, reported)",
+    )
+    parser.add_argument(
+        "--max-target-gib",
+        type=_positive_float,
+        default=None,
+        metavar="GIB",
+        help="refuse a target estimated above this size (default: physical memory, or "
+        "RLIMIT_AS when lower)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
+def _positive_float(text: str) -> float:
+    """argparse ``type=``: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """argparse ``type=``: a seed torch accepts (0 <= seed < 2**63)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**63), got {value}")
+    return value
+
+
 def _parse_ids(text: str) -> tuple[int, ...]:
     from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.layer_ids import check_id_count
+
+    check_id_count(text.count(",") + 1, field="--ids")
 
     try:
         ids = tuple(int(part) for part in text.replace(" ", "").split(",") if part != "")
@@ -77,6 +110,7 @@ def _parse_ids(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eagle3_contracts._io import read_bounded
     from eagle3_contracts.capture.targets import load_target
     from eagle3_contracts.cli import UsageError
     from eagle3_contracts.contract import CaptureContract
@@ -94,14 +128,16 @@ def run(args: argparse.Namespace) -> int:
     ids = _parse_ids(args.ids) if args.ids is not None else None
     contract = None
     if args.contract:
+        text = read_bounded(args.contract, what="--contract file")  # regular file, <= 16 MiB
         try:
-            contract = CaptureContract.from_json(Path(args.contract).read_text())
+            contract = CaptureContract.from_json(text)
         except ContractError as exc:
             raise ContractError(f"--contract {args.contract}: {exc}", field=exc.field) from None
     dumps = [read_dump(p) for p in args.dump]  # validate every dump before the model loads
     seed = DEFAULT_SEED if args.seed is None else args.seed
     notes = []
-    target = load_target(args.target, seed=seed)
+    limit = None if args.max_target_gib is None else int(args.max_target_gib * 2**30)
+    target = load_target(args.target, seed=seed, max_bytes=limit)
     if target.random_init and args.seed is None:
         notes.append(f"--seed not given: the default seed {DEFAULT_SEED} applied")
     report = diagnose(
