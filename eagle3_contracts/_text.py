@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
-def text_table(rows: list[tuple[str, ...]], indent: str = "") -> list[str]:
+
+def text_table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
     """One line per row, each column padded to its widest cell; trailing spaces stripped."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [

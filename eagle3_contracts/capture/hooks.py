@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 from torch import Tensor, nn
@@ -117,7 +117,7 @@ def final_norm(model: nn.Module, norm_path: str | None = None) -> nn.Module | No
 
 
 # -- reading states from hook arguments --------------------------------------------------
-def _same_shape_tensor(x: Any, like: Tensor) -> bool:
+def _same_shape_tensor(x: Any, like: Tensor) -> TypeGuard[Tensor]:
     return isinstance(x, Tensor) and x.shape == like.shape
 
 
@@ -131,7 +131,8 @@ def stream_of_output(output: Any) -> Tensor:
             return hidden + output[1]  # fused (hidden, residual)
         return hidden
     if isinstance(output, Mapping) and isinstance(output.get("hidden_states"), Tensor):
-        return output["hidden_states"]
+        state: Tensor = output["hidden_states"]
+        return state
     raise ContractError(
         f"cannot read a hidden state from a layer output of type {type(output).__name__}; "
         f"expected a tensor, a tuple starting with one, or (hidden, residual)",
@@ -339,7 +340,7 @@ def reference_states(
             f"{type(model).__name__}",
             field="model",
         )
-    config = model.config
+    config: Any = model.config
     had = "tie_last_hidden_states" in config.__dict__
     old = getattr(config, "tie_last_hidden_states", None)
     config.tie_last_hidden_states = False

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     debug_help = "on an internal error (exit 3), print the traceback"
     parser.add_argument("--debug", action="store_true", help=debug_help)
-    common = argparse.ArgumentParser(add_help=False)  # --debug after the subcommand, too
+    common = _Parser(add_help=False)  # --debug after the subcommand, too
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True

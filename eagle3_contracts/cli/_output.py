@@ -7,7 +7,10 @@ from typing import Any, Protocol
 
 
 class Report(Protocol):
-    exit_code: int
+    """What ``emit`` prints: a report with a JSON form, a text form and an exit code."""
+
+    @property
+    def exit_code(self) -> int: ...
 
     def to_dict(self) -> dict[str, Any]: ...
 

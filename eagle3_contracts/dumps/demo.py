@@ -236,7 +236,7 @@ def _run(
     )
 
     seconds = time.perf_counter() - start
-    header = (
+    header: tuple[str, ...] = (
         "eagle3-contracts demo: the Kimi-K2.5 story on a tiny DeepSeek-V3-shaped model",
         f"target: {target.describe()}",
         f"tokens: {input_ids.tolist()[0]}",

@@ -529,7 +529,7 @@ def diagnose_dump(
             f"its own claim {list(dump.layer_ids)} in {dump.convention} names no canonical "
             f"layer, so the capture cannot be what {expected.basis} expects"
         )
-    elif findings:
+    elif findings and own is not None:
         cause, fix = _cause_and_fix(dump, own, expected, found, target)
     return DumpDiagnosis(
         source=dump.source,

@@ -85,7 +85,8 @@ def _resolve(path: str) -> Callable[..., Any]:
     obj: Any = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
-    return obj
+    resolved: Callable[..., Any] = obj
+    return resolved
 
 
 def _loopback_interface() -> str | None:
@@ -174,6 +175,7 @@ class ProcessGroupPool:
             wait_for_workers=False,
             timeout=datetime.timedelta(seconds=self.timeout_s),
         )
+        ctx: Any  # a forkserver or a spawn context
         if "forkserver" in mp.get_all_start_methods():
             # one server process imports torch once; each rank is a cheap fork of it
             ctx = mp.get_context("forkserver")

@@ -227,7 +227,8 @@ def build_model(spec: dict[str, Any]) -> nn.Module:
     """Build the target a wire spec describes (same weights on every rank)."""
     if "synthetic" in spec:
         return build_synthetic(SyntheticConfig(**spec["synthetic"]))
-    return _resolve(spec["factory"])()
+    model: nn.Module = _resolve(spec["factory"])()
+    return model
 
 
 def _system_path(system: PipelineSystem | str) -> str:
@@ -274,11 +275,11 @@ def pipeline_job(
         return None
     the_system = _resolve_system(system)
     the_contract = CaptureContract.from_dict(contract)
-    target = build_model(model)
+    target: Any = build_model(model)  # a SyntheticTarget or a factory model with its interface
     sctx = StageContext(stage, partition, the_contract, target, attention_mask)
     with torch.no_grad():
         if stage == 0:
-            state, received = target.enter(input_ids, attention_mask), []
+            state, received = target.enter(input_ids, attention_mask), list[Aux]()
         else:
             shape = (*input_ids.shape, the_contract.hidden_size)
             state, received = _recv(stage - 1, shape, next(target.parameters()).dtype)

@@ -219,7 +219,8 @@ def stages_report(
         partition = LayerPartition.even(num_layers, pp_size, rule=rule)
         split_note = f"{rule} rule, {why}"
     risks = pipeline_risks(layer_ids, partition)
-    behaviour, lost = None, ()
+    behaviour: str | None = None
+    lost: tuple[int, ...] = ()
     if conv is not None:
         from eagle3_contracts.conventions import PipelineParallel
 

@@ -114,7 +114,7 @@ def sharded_layer(
     ``pre_mlp`` is the stream after attention (identical on every rank); ``partial_stream`` is
     ``pre_mlp + this rank's partial MLP output`` (what a capture before the all-reduce sees).
     """
-    block = target.layers[i]
+    block: Any = target.layers[i]  # a synthetic Block (nn.ModuleList erases its type)
     b, t, h = x.shape
     heads, hd = target.config.num_heads, h // target.config.num_heads
     local = heads // tp_size
