@@ -259,6 +259,15 @@ def predict_feed(
     return ctx.run(explicit_ids)
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What the release read: the ids (None: its default), from where, and where a fix writes."""
+
+    native: tuple[int, ...] | None
+    ids_source: str
+    read_path: str | None
+
+
 @dataclass
 class _Context:
     spec: ServeSpec
@@ -332,13 +341,20 @@ class _Context:
             )
         else:
             elements = _RULES[rule](list(native), n)
+        width_states = self._fc_width()
+        source = f"{self._class_source(row)}; {reader_src}; {_placement_source(placement)}"
+        fed = _Read(native, ids_source, read_path)
         inner_raises = row["selection"].get("inner_raises_on") or []
-        if inner_raises and any(e >= n for e in elements):
-            return self._unknown(
-                f"the inner model's setter raised on the probe grid for {inner_raises}; elements "
-                f"{elements} reach past the last layer: what it does with them needs reading",
-                self._class_source(row),
-            )
+        if inner_raises:
+            # the inner setter flags self.layers[e] (sglang 0.5.23 qwen2_moe.py:1153-1156):
+            # e >= L raises IndexError, a negative e flags layers[L + e] (observed, issue 15 D2)
+            if any(e >= n for e in elements):
+                self.notes.append(
+                    f"the inner setter indexes self.layers[e] for e in {elements}: e >= {n} "
+                    "raises IndexError when the engine starts"
+                )
+                return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
+            elements = [e + n if e < 0 else e for e in elements]
         crash, collected = self._capture(elements, placement, n)
         state = "residual stream"
         if placement.get("residual_dropped"):
@@ -348,27 +364,50 @@ class _Context:
                 "residual separately: every segment but the embedding is the layer's delta, not "
                 f"the residual stream ({_placement_source(placement)})"
             )
-        width_states = self._fc_width()
-        source = f"{self._class_source(row)}; {reader_src}; {_placement_source(placement)}"
         if crash is not None:
             return self._feed(
-                "crash", (), width_states, "embedding-residual-none", f"{crash}; {source}",
-                native=native, ids_source=ids_source, read_path=read_path,
-            )  # fmt: skip
+                "crash", (), width_states, "embedding-residual-none", f"{crash}; {source}", read=fed
+            )
         canonical = tuple(b - 1 for b in collected)
+        engine_crash = self._engine_crash(elements, collected, placement)
+        if engine_crash is not None:
+            return self._feed(
+                "crash", canonical, width_states, engine_crash, source, state=state, read=fed
+            )
         if len(canonical) != width_states:
             self.notes.append(
                 f"the drafter's fc takes {width_states} states ({FC_WIDTH_SOURCES[self.spec.framework]}), "
                 f"the target collects {len(canonical)}: shape error at the first speculative step"
             )
             return self._feed(
-                "crash", canonical, width_states, "fc-width-mismatch", source,
-                native=native, ids_source=ids_source, read_path=read_path, state=state,
-            )  # fmt: skip
-        return self._feed(
-            "segments", canonical, width_states, None, source,
-            native=native, ids_source=ids_source, read_path=read_path, state=state,
-        )  # fmt: skip
+                "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
+            )
+        return self._feed("segments", canonical, width_states, None, source, state=state, read=fed)
+
+    def _engine_crash(
+        self, elements: Sequence[int], collected: Sequence[int], placement: Mapping[str, Any]
+    ) -> str | None:
+        """A crash in the target's own forward, before the drafter runs (SGLang)."""
+        if self.spec.framework != "sglang":
+            return None
+        if not collected:
+            # the inner model returns the bare tensor when nothing was collected and the causal
+            # LM unpacks it (0.5.23 llama.py:502-503 and 621; qwen2.py:579, qwen3.py:622,
+            # deepseek_v2.py:3419, gemma3_causal.py:785; 0.5.12 llama.py:534): issue 15 D1
+            self.notes.append(
+                "nothing is collected: the target's forward returns a bare tensor that its "
+                "causal LM unpacks as (hidden, aux): ValueError at the first forward"
+            )
+            return "no-aux-states"
+        line = placement.get("count_checked_line")
+        if line is not None and len(collected) < len(elements):
+            self.notes.append(
+                f"{self.model_file}:{line} sizes its collector by len(layers_to_capture) = "
+                f"{len(elements)}; {len(collected)} collected: finalize() raises 'captured "
+                f"{len(collected)} of {len(elements)} aux hidden states' (issue 15 D3)"
+            )
+            return "aux-count-short"
+        return None
 
     def _entry_class(self) -> str | Feed:
         table, target = self.table, self.target
@@ -558,11 +597,10 @@ class _Context:
         source: str,
         *,
         final_state: bool = False,
-        native: tuple[int, ...] | None = None,
-        ids_source: str = "",
-        read_path: str | None = None,
+        read: _Read | None = None,
         state: str = "residual stream",
     ) -> Feed:
+        read = read or _Read(None, "", None)
         return Feed(
             kind=kind,
             canonical=canonical,
@@ -574,11 +612,11 @@ class _Context:
             source=source,
             assumptions=tuple(self.assumptions),
             final_state=final_state,
-            native_ids=native,
-            ids_source=ids_source,
+            native_ids=read.native,
+            ids_source=read.ids_source,
             entry_class=self.entry,
             notes=tuple(self.notes),
-            read_path=read_path,
+            read_path=read.read_path,
             state=state,
         )
 

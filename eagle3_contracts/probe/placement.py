@@ -522,11 +522,29 @@ def read_placement(
         if resolver is not None:
             sites = [_resolved(s, resolver) for s in sites]
         summary = summarize(sites, residual_is_none_at_entry(func))
+        counted = _counted_collector(func)
+        if counted is not None:
+            summary["count_checked_line"] = counted
         if ambiguous:
             summary["ambiguous"] = [*summary.get("ambiguous", []), *ambiguous]
         summary["line"] = func.lineno
         out[f"{cls}.forward"] = summary
     return out
+
+
+def _counted_collector(func: ast.FunctionDef) -> int | None:
+    """Line of ``AuxHiddenStatePacker(len(self.layers_to_capture))``: a collector sized by the
+    number of ids, whose ``finalize()`` raises when fewer states were captured (sglang 0.5.23
+    ``layers/aux_hidden_states.py``)."""
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func).rsplit(".", 1)[-1] == "AuxHiddenStatePacker"
+            and node.args
+            and ast.unparse(node.args[0]).replace(" ", "") == "len(self.layers_to_capture)"
+        ):
+            return node.lineno
+    return None
 
 
 def _resolved(site: Site, resolver: Resolver) -> Site:

@@ -74,7 +74,7 @@ def test_kimi_example_matrix(capsys: pytest.CaptureFixture[str]) -> None:
     assert "shifted -1" in row("draft.json", "sglang") and "[3, 31, 59]" in row(
         "draft.json", "sglang"
     )
-    assert "crashes (fc-width-mismatch)" in row("draft-fixed.json", "sglang")
+    assert "crashes (aux-count-short)" in row("draft-fixed.json", "sglang")
     assert "assumed: unversioned 'sglang' = the newest probed release sglang==0.5.23" in out
     assert "result: MISMATCH (exit 1)" in out
     code, out, _ = run(capsys, "--example", "kimi-k2.5", "--serve-with", "sglang-legacy")
