@@ -365,14 +365,32 @@ def diagnose_pipeline(run: PipelineRun) -> tuple[str, ...]:
     """Findings for a run (empty when the capture equals the single-process reference)."""
     if run.exact:
         return ()
-    p, c = run.partition, run.contract
-    last = p.pp_size - 1
+    local_stages = _stage_local_stages(run)
+    found: list[str] = []
+    used: set[int] = set()
     arrivals = list(zip(run.arrived, run.holds, strict=True))
-    # stages seen capturing layer start+j under the label j: a stage-local loop index
-    local_stages = sorted(
+    for n in run.contract.concat_ids:
+        exact = [i for i, (_, holds) in enumerate(arrivals) if holds == n and i not in used]
+        if exact:
+            used.add(exact[0])
+        else:
+            found.append(_missing_id(run, n, local_stages))
+    found += [
+        _extra_state(run.partition, label, origin, holds, local_stages)
+        for i, ((label, origin), holds) in enumerate(arrivals)
+        if i not in used
+    ]
+    found += _shape_findings(run, bool(found))
+    return tuple(found)
+
+
+def _stage_local_stages(run: PipelineRun) -> list[int]:
+    """Stages seen capturing layer ``start + j`` under the label ``j``: a stage-local index."""
+    p = run.partition
+    return sorted(
         {
             origin
-            for (label, origin), holds in arrivals
+            for (label, origin), holds in zip(run.arrived, run.holds, strict=True)
             if holds is not None
             and label is not None
             and holds != label
@@ -381,75 +399,79 @@ def diagnose_pipeline(run: PipelineRun) -> tuple[str, ...]:
             and p.local_index(holds) == label
         }
     )
-    earlier_captured = any(s.captured for s in run.stages if s.stage != last)
-    found: list[str] = []
-    used: set[int] = set()
-    for n in c.concat_ids:
-        owner = p.stage_of(n)
-        where = f"{describe(n, p.num_layers)} (owned by stage {owner}, layers {_span(p, owner)})"
-        exact = [i for i, (_, holds) in enumerate(arrivals) if holds == n and i not in used]
-        if exact:
-            used.add(exact[0])
-            continue
-        captured_on = [s.stage for s in run.stages if n in s.captured]
-        if captured_on:
-            dropper = next((s for s in run.stages if any(a[0] == n for a in s.dropped)), None)
-            at = (
-                f"stage {dropper.stage} received it but did not send it on"
-                if dropper is not None
-                else "it never reached the last stage"
-            )
-            found.append(
-                f"{where}: captured on stage {captured_on[0]}, but {at}: aux states dropped "
-                f"at a stage boundary (vllm#45985); forward the aux states with the stream"
-            )
-        elif owner != last and not earlier_captured:
-            found.append(
-                f"{where}: never captured; no stage before the last (stage {last}) captured "
-                f"anything: last-stage-only capture (sglang#39644); every stage must capture "
-                f"the ids it owns"
-            )
-        elif owner > 0 and n >= p.sizes[owner]:
-            seen = f" (seen on stage {', '.join(map(str, local_stages))})" if local_stages else ""
-            hedge = "" if local_stages else "consistent with "
-            found.append(
-                f"{where}: never captured; a local loop index on stage {owner} runs "
-                f"0..{p.sizes[owner] - 1} and never equals the global id {n}: {hedge}stage-local "
-                f"indexing (vllm#36151){seen}; compare start_layer + local index with the ids"
-            )
-        elif owner in local_stages:
-            found.append(
-                f"{where}: never captured; stage {owner} matched its local loop index instead: "
-                f"stage-local indexing (vllm#36151); compare start_layer + local index with the "
-                f"ids"
-            )
-        else:
-            found.append(f"{where}: never captured by stage {owner}, which runs layer {n}")
-    for i, ((label, origin), holds) in enumerate(arrivals):
-        if i in used:
-            continue
-        what = "no canonical state" if holds is None else describe(holds, p.num_layers)
-        if origin in local_stages and holds is not None and label == p.local_index(holds):
-            found.append(
-                f"stage {origin} captured {what} as layer {label}, its local index there: "
-                f"stage-local indexing (vllm#36151); compare start_layer + local index with "
-                f"the ids"
-            )
-        else:
-            found.append(f"an extra state from stage {origin} (claimed layer {label}) holds {what}")
+
+
+def _missing_id(run: PipelineRun, n: int, local_stages: list[int]) -> str:
+    """Why canonical ``n`` of the contract did not arrive on the last stage."""
+    p = run.partition
+    last = p.pp_size - 1
+    owner = p.stage_of(n)
+    where = f"{describe(n, p.num_layers)} (owned by stage {owner}, layers {_span(p, owner)})"
+    captured_on = [s.stage for s in run.stages if n in s.captured]
+    if captured_on:
+        dropper = next((s for s in run.stages if any(a[0] == n for a in s.dropped)), None)
+        at = (
+            f"stage {dropper.stage} received it but did not send it on"
+            if dropper is not None
+            else "it never reached the last stage"
+        )
+        return (
+            f"{where}: captured on stage {captured_on[0]}, but {at}: aux states dropped "
+            f"at a stage boundary (vllm#45985); forward the aux states with the stream"
+        )
+    if owner != last and not any(s.captured for s in run.stages if s.stage != last):
+        return (
+            f"{where}: never captured; no stage before the last (stage {last}) captured "
+            f"anything: last-stage-only capture (sglang#39644); every stage must capture "
+            f"the ids it owns"
+        )
+    if owner > 0 and n >= p.sizes[owner]:
+        seen = f" (seen on stage {', '.join(map(str, local_stages))})" if local_stages else ""
+        hedge = "" if local_stages else "consistent with "
+        return (
+            f"{where}: never captured; a local loop index on stage {owner} runs "
+            f"0..{p.sizes[owner] - 1} and never equals the global id {n}: {hedge}stage-local "
+            f"indexing (vllm#36151){seen}; compare start_layer + local index with the ids"
+        )
+    if owner in local_stages:
+        return (
+            f"{where}: never captured; stage {owner} matched its local loop index instead: "
+            f"stage-local indexing (vllm#36151); compare start_layer + local index with the "
+            f"ids"
+        )
+    return f"{where}: never captured by stage {owner}, which runs layer {n}"
+
+
+def _extra_state(
+    p: LayerPartition, label: int | None, origin: int, holds: int | None, local_stages: list[int]
+) -> str:
+    """A state that arrived on the last stage but no contract id accounts for."""
+    what = "no canonical state" if holds is None else describe(holds, p.num_layers)
+    if origin in local_stages and holds is not None and label == p.local_index(holds):
+        return (
+            f"stage {origin} captured {what} as layer {label}, its local index there: "
+            f"stage-local indexing (vllm#36151); compare start_layer + local index with "
+            f"the ids"
+        )
+    return f"an extra state from stage {origin} (claimed layer {label}) holds {what}"
+
+
+def _shape_findings(run: PipelineRun, found_any: bool) -> list[str]:
+    """The assembled width, or (every state there) the concatenation order."""
+    c = run.contract
     width = run.captured.shape[-1] if run.captured.dim() else 0
     if width != c.width:
-        found.append(
+        return [
             f"the last stage assembled width {width}, the contract needs {c.width} "
             f"({len(c.layer_ids)} x {c.hidden_size})"
-        )
-    elif not found:
+        ]
+    if not found_any:
         held = ", ".join("?" if h is None else str(h) for h in run.holds)
-        found.append(
+        return [
             f"every state arrived but the concatenation differs from the contract's {c.order} "
             f"order {list(c.concat_ids)} (the last stage held [{held}] in arrival order)"
-        )
-    return tuple(found)
+        ]
+    return []
 
 
 def _span(p: LayerPartition, stage: int) -> str:

