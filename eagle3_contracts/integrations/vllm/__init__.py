@@ -99,14 +99,14 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         if spec is None or spec.loader is None:
             return spec
         loader = spec.loader
-        exec_module = loader.exec_module  # type: ignore[union-attr]
+        exec_module = loader.exec_module
         settings, kind = self.settings, RUNNER_MODULES[name]
 
         def patched_exec(module: ModuleType) -> None:
             exec_module(module)
             _patch(module, settings, kind)
 
-        loader.exec_module = patched_exec  # type: ignore[method-assign,union-attr]
+        loader.exec_module = patched_exec  # type: ignore[method-assign]
         return spec
 
 

@@ -37,6 +37,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.integrations.vllm.settings import Settings
 from eagle3_contracts.integrations.vllm.verdict import (
@@ -50,7 +51,6 @@ from eagle3_contracts.integrations.vllm.verdict import (
 from eagle3_contracts.layer_ids import EMBEDDING
 from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, parse_stamp
 
-IDS_FIELD = "eagle_aux_hidden_state_layer_ids"
 PREFIX = "eagle3-contracts"
 
 
@@ -65,7 +65,7 @@ def model_file(model: nn.Module) -> str:
     return f"{cls.__module__.rsplit('.', 1)[-1]}.py:{cls.__name__}"
 
 
-def inner_model(model: nn.Module) -> nn.Module:
+def inner_model(model: Any) -> Any:
     """The module holding ``layers``: vLLM's own unwrap rule (``interfaces.py:1700-1709``)."""
     parent: Any = model
     if hasattr(model, "get_language_model"):
@@ -104,9 +104,9 @@ class Session:
     settings: Settings
     log: Any  # a logging.Logger
     runner: Any
-    target: nn.Module
-    holder: nn.Module
-    drafter: nn.Module
+    target: Any  # vLLM's model classes (nn.Module subclasses with engine attributes)
+    holder: Any
+    drafter: Any
     num_layers: int
     hidden_size: int
     collected: tuple[int, ...]  # boundaries vLLM collects (its aux_hidden_state_layers)
@@ -165,10 +165,10 @@ class Session:
 
         def restore() -> None:
             if compiled:
-                self.holder.do_not_compile = False  # type: ignore[assignment]
+                self.holder.do_not_compile = False
 
         if compiled:  # run this one step eagerly so the hooks fire
-            self.holder.do_not_compile = True  # type: ignore[assignment]
+            self.holder.do_not_compile = True
         self.seconds += time.perf_counter() - start
         return handles, restore
 
@@ -375,7 +375,7 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         what = "no speculative decoding" if spec is None else f"speculative method {method!r}"
         log.info("%s: not applicable (%s, not an EAGLE-3 drafter); vLLM untouched", PREFIX, what)
         return None
-    drafter = getattr(getattr(runner, "drafter", None), "model", None)
+    drafter: Any = getattr(getattr(runner, "drafter", None), "model", None)
     if drafter is not None and hasattr(drafter, "unwrap"):
         drafter = drafter.unwrap()
     if not isinstance(drafter, nn.Module) or not hasattr(drafter, "combine_hidden_states"):
@@ -419,7 +419,9 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
     )
     if settings.guard:
         predict_at_start(session)
-    drafter.combine_hidden_states = session.wrap_combine(drafter.combine_hidden_states)  # type: ignore[method-assign]
+    session.drafter.combine_hidden_states = session.wrap_combine(
+        session.drafter.combine_hidden_states
+    )
     runner.execute_model = session.wrap_execute(runner.execute_model)
     wanted = " and ".join(
         x
