@@ -19,11 +19,10 @@ from types import MappingProxyType
 from typing import Any
 
 from eagle3_contracts._io import read_json_file
+from eagle3_contracts.conventions.hf import NESTED as NESTED_PATH
+from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
 from eagle3_contracts.errors import ConfigError
 from eagle3_contracts.layer_ids import MAX_LAYER_IDS
-
-IDS_FIELD = "eagle_aux_hidden_state_layer_ids"
-NESTED_PATH = f"eagle_config.{IDS_FIELD}"
 
 KNOWN_NORM_FLAGS: Mapping[str, str] = MappingProxyType(
     {

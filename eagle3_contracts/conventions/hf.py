@@ -11,8 +11,8 @@ from eagle3_contracts.conventions._entry import (
     Role,
 )
 
-NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
-TOP_LEVEL = "eagle_aux_hidden_state_layer_ids"
+TOP_LEVEL = "eagle_aux_hidden_state_layer_ids"  # the one definition of the field name
+NESTED = f"eagle_config.{TOP_LEVEL}"
 
 HF_HIDDEN_STATES = Convention(
     name="hf-hidden-states",

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from eagle3_contracts.conventions import releases
+from eagle3_contracts.conventions.hf import NESTED
+from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.errors import ContractError
 
 Kind = Literal["segments", "crash", "unsupported", "unknown"]
@@ -46,8 +48,6 @@ ALIASES: dict[str, str] = {
 }
 """Older registry names that stand for one release (and runner)."""
 
-TOP = "eagle_aux_hidden_state_layer_ids"
-NESTED = f"eagle_config.{TOP}"
 
 FC_WIDTH_SOURCES: dict[str, str] = {
     "vllm": "vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 lines 209-221): "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from eagle3_contracts.conventions.hf import TOP_LEVEL as KEY
 from eagle3_contracts.probe.selection import iter_functions
 from eagle3_contracts.probe.stubs import Stub, World, namespace
 from eagle3_contracts.probe.whitelist import (
@@ -23,7 +24,6 @@ from eagle3_contracts.probe.whitelist import (
     compile_snippet,
 )
 
-KEY = "eagle_aux_hidden_state_layer_ids"
 TOP = [1, 15, 28]
 NESTED = [2, 16, 29]
 DFLASH = [3, 17, 30]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from eagle3_contracts.contract import ORDERS, CaptureContract
+from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import check_num_layers
 from eagle3_contracts.testing.synthetic import (
@@ -29,7 +30,6 @@ SCHEMAS: tuple[str, ...] = ("eagle_config", "top-level", "speculators", "none")
 """Drafter config schemas: nested ``eagle_config`` (SpecForge, SGLang, ModelOpt), top-level ids
 (vLLM), speculators (``speculators_model_type``), none (the original EAGLE)."""
 
-IDS_FIELD = "eagle_aux_hidden_state_layer_ids"
 
 # Default strategies (module-level: built once, shared by every call).
 CONTRACT_DEPTHS = st.integers(1, 8)
