@@ -29,7 +29,7 @@ def test_each_config_becomes_one_item_per_serving_system(pytester):
         pytester,
         "eagle3_configs = drafters/*/config.json\n"
         "eagle3_serve_with = sglang-legacy sglang\n"
-        "eagle3_trained_with = specforge\n",
+        "eagle3_trained_with = specforge-hf\n",
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=2, failed=2)
@@ -51,7 +51,7 @@ def test_target_from_ini_and_default_engines_item(pytester):
     shutil.copy(target, pytester.path / "kimi-target.json")
     pytester.makeini(
         "[pytest]\ntestpaths = drafters\neagle3_configs = drafters/draft.json\n"
-        "eagle3_target = kimi-target.json\neagle3_trained_with = specforge\n"
+        "eagle3_target = kimi-target.json\neagle3_trained_with = specforge-hf\n"
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-v")
     result.assert_outcomes(failed=1)  # vLLM ignores nested-only ids among the engines
@@ -97,7 +97,7 @@ def test_gpu_marker_skips_with_the_reason_without_cuda(pytester):
         """
         import pytest
 
-        @pytest.mark.gpu
+        @pytest.mark.eagle3_gpu
         def test_needs_cuda():
             import torch
             assert torch.cuda.is_available()
@@ -162,3 +162,78 @@ def test_the_entry_point_is_registered():
     import eagle3_contracts.testing.pytest_plugin as plugin
 
     assert plugin.PROFILES == ("eagle3-dev", "eagle3-ci", "eagle3-gpu")
+
+
+# -- issue 12: a glob that checks nothing is an error, never a green run --------------------
+def test_a_glob_matching_nothing_is_a_usage_error_naming_pattern_and_rootdir(pytester):
+    _drafter_repo(pytester, "eagle3_configs = drafter/*/config.json\n")  # typo: drafters
+    pytester.makepyfile(test_other="def test_other(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: eagle3_configs pattern 'drafter/*/config.json' matches no file under the "
+            f"rootdir {pytester.path}"
+        ]
+    )
+
+
+def test_configs_outside_testpaths_are_a_usage_error_not_a_silent_pass(pytester):
+    _drafter_repo(pytester, "eagle3_configs = drafters/*/config.json\n")
+    pytester.makeini("[pytest]\ntestpaths = tests\neagle3_configs = drafters/*/config.json\n")
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_other.py").write_text("def test_other(): pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: eagle3_configs pattern 'drafters/*/config.json' matches 2 file(s) under *"
+            "none inside the collected paths*add their folder to testpaths"
+        ]
+    )
+
+
+def test_an_explicit_path_argument_may_leave_the_configs_out(pytester):
+    _drafter_repo(pytester, "eagle3_configs = drafters/*/config.json\n")
+    pytester.makepyfile(test_other="def test_other(): pass")
+    pytester.runpytest("-p", "no:cacheprovider", "test_other.py").assert_outcomes(passed=1)
+
+
+def test_recursive_globs_are_resolved_from_the_rootdir(pytester):
+    _drafter_repo(pytester, "eagle3_configs = drafters/**/config.json\neagle3_serve_with = vllm\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "drafters/kimi/config.json::serve[[]vllm[]]",
+            "drafters/kimi-copy/config.json::serve[[]vllm[]]",
+        ]
+    )
+
+
+def test_cublas_workspace_is_set_only_inside_our_gpu_tests(pytester, monkeypatch):
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    pytester.makepyfile(
+        """
+        import os
+
+        def test_plain():
+            assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+        """
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_the_plugins_take_no_generic_names(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.fixture
+        def golden():
+            return "theirs"
+
+        def test_their_golden(golden, eagle3_golden):
+            assert golden == "theirs"
+        """
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -25,14 +25,14 @@ def test_plan_golden(example: str, golden: Any) -> None:
 # Facts from public sources (docs/conventions facts sheet) the stored goldens must show.
 # (example, draft file, system, canonical ids fed in concat order, why)
 FACTS: tuple[tuple[str, str, str, list[int], str], ...] = (
-    ("kimi-k2.5", "draft.json", "specforge", [2, 30, 58], "trained: outputs of 2, 30, 58"),
+    ("kimi-k2.5", "draft.json", "specforge-hf", [2, 30, 58], "HF backend: outputs 2, 30, 58"),
     ("kimi-k2.5", "draft.json", "sglang-legacy", [2, 30, 58], "+1 always (<= 0.5.12)"),
     ("kimi-k2.5", "draft.json", "sglang", [1, 29, 57], "sglang#25454: ids[0] != 1 -> loop idx"),
     ("kimi-k2.5", "draft.json", "vllm", [1, 29, 57], "nested ids ignored: default (2,30,58) b"),
     ("kimi-k2.5", "draft.json", "trtllm", [2, 30, 58], "captures after layer idx"),
     ("llama-3.1-8b", "draft.json", "eagle-reference", [1, 15, 28], "boundaries (2,16,29)"),
-    ("llama-3.1-8b", "draft.json", "specforge", [1, 15, 28], "default [1, L//2-1, L-4]"),
-    ("qwen3-235b", "draft.json", "specforge", [1, 46, 90], "SpecForge qwen3-235B config"),
+    ("llama-3.1-8b", "draft.json", "specforge-hf", [1, 15, 28], "default [1, L//2-1, L-4]"),
+    ("qwen3-235b", "draft.json", "specforge-hf", [1, 46, 90], "SpecForge qwen3-235B config"),
     ("qwen3-235b", "draft.json", "sglang", [1, 46, 90], "qwen3_moe.py: +1 always"),
     ("qwen3-235b", "draft-top-level.json", "vllm", [0, 45, 89], "moved unchanged: 1 early"),
 )
