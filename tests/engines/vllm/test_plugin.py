@@ -27,7 +27,8 @@ def _serve(
     target: Path, draft: Path, env: dict[str, str], method: str = "eagle3"
 ) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("EAGLE3_CONTRACTS_")}
-    full.update(HF_HUB_OFFLINE="1", VLLM_ENABLE_V1_MULTIPROCESSING="0", **env)
+    full.update({"HF_HUB_OFFLINE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
+    full.update(env)
     cmd = [sys.executable, "-m", "tests.engines.vllm.serve_once", str(target), str(draft), method]
     return subprocess.run(
         cmd, cwd=ROOT, env=full, capture_output=True, text=True, timeout=300, check=False
