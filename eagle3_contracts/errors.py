@@ -7,6 +7,11 @@ Every error a user can trigger with bad input is one of these; each message name
 from __future__ import annotations
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (its type name when it has none), for error text."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 class Eagle3ContractsError(Exception):
     """Base of every error this library raises on purpose."""
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts._io import read_json_file, regular_file
-from eagle3_contracts.errors import ConfigError
+from eagle3_contracts.errors import ConfigError, one_line
 
 if TYPE_CHECKING:
     import torch
@@ -245,7 +245,7 @@ def _hf_config(data: dict[str, Any], source: str) -> Any:
         return AutoConfig.for_model(model_type, **fields)
     except Exception as exc:  # ValueError, KeyError, transformers' strict field validation
         raise ConfigError(
-            f"transformers cannot build model_type {model_type!r} ({_one_line(exc)}); remote "
+            f"transformers cannot build model_type {model_type!r} ({one_line(exc)[:300]}); remote "
             f"code is never run",
             source=source,
             field="model_type",
@@ -263,7 +263,7 @@ def _from_config(path: Path, config: Any, *, seed: int, dtype: torch.dtype | Non
             model = AutoModelForCausalLM.from_config(config, dtype=dtype or torch.float32)
     except Exception as exc:  # transformers validates configs with many error types
         raise ConfigError(
-            f"cannot build a causal LM from this config: {type(exc).__name__}: {_one_line(exc)}",
+            f"cannot build a causal LM from this config: {type(exc).__name__}: {one_line(exc)[:300]}",
             source=source,
         ) from None
     return target_from_model(model, source=source, random_init=True, seed=seed)
@@ -282,13 +282,9 @@ def _from_pretrained(path: Path, dtype: torch.dtype | None) -> Target:
         model = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
     except Exception as exc:  # a truncated file raises SafetensorError, among others
         raise ConfigError(
-            f"cannot load the model: {type(exc).__name__}: {_one_line(exc)}", source=source
+            f"cannot load the model: {type(exc).__name__}: {one_line(exc)[:300]}", source=source
         ) from None
     return target_from_model(model, source=source, random_init=False)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 __all__ = ["Target", "load_target", "target_from_model"]

@@ -38,6 +38,27 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
+def parse_ids(text: str, option: str = "--ids") -> tuple[int, ...]:
+    """Comma-separated layer ids given on the command line (``"2, 30,58"``); a ``UsageError``
+    naming the option and the item that is not an integer."""
+    from eagle3_contracts.layer_ids import check_id_count
+
+    check_id_count(text.count(",") + 1, field=option)
+    parts = [part.strip() for part in text.split(",")]
+    if parts == [""]:
+        raise UsageError(f"{option} is empty; give comma-separated layer ids like 2,30,58")
+    ids = []
+    for i, part in enumerate(parts):
+        try:
+            ids.append(int(part))
+        except ValueError:
+            raise UsageError(
+                f"{option} item {i} ({part!r}) is not an integer; give comma-separated integers "
+                f"like 2,30,58"
+            ) from None
+    return tuple(ids)
+
+
 def _subcommands() -> list[ModuleType]:
     modules = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):

@@ -92,27 +92,10 @@ def _seed(text: str) -> int:
     return value
 
 
-def _parse_ids(text: str) -> tuple[int, ...]:
-    from eagle3_contracts.cli import UsageError
-    from eagle3_contracts.layer_ids import check_id_count
-
-    check_id_count(text.count(",") + 1, field="--ids")
-
-    try:
-        ids = tuple(int(part) for part in text.replace(" ", "").split(",") if part != "")
-    except ValueError:
-        raise UsageError(
-            f"--ids must be comma-separated integers like 2,30,58, got {text!r}"
-        ) from None
-    if not ids:
-        raise UsageError("--ids is empty; give comma-separated layer ids like 2,30,58")
-    return ids
-
-
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts._io import read_bounded
     from eagle3_contracts.capture.targets import load_target
-    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.cli import UsageError, parse_ids
     from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.dumps.diagnose import diagnose
     from eagle3_contracts.dumps.format import read_dump
@@ -125,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "--convention applies to --ids; a dump's own convention is in its metadata"
         )
-    ids = _parse_ids(args.ids) if args.ids is not None else None
+    ids = parse_ids(args.ids) if args.ids is not None else None
     contract = None
     if args.contract:
         text = read_bounded(args.contract, what="--contract file")  # regular file, <= 16 MiB

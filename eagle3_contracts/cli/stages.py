@@ -50,25 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
-def _parse_ids(text: str) -> list[int]:
-    from eagle3_contracts.errors import ContractError
-    from eagle3_contracts.layer_ids import check_id_count
-
-    check_id_count(text.count(",") + 1, field="--ids")
-    out = []
-    for i, part in enumerate(text.split(",")):
-        try:
-            out.append(int(part.strip()))
-        except ValueError:
-            raise ContractError(
-                f"--ids item {i} ({part.strip()!r}) is not an integer; write e.g. 2,30,58",
-                field="ids",
-            ) from None
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
-    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.cli import UsageError, parse_ids
     from eagle3_contracts.parallel.report import stages_report
 
     if args.num_layers is None and args.target is None:
@@ -80,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         num_layers = args.num_layers
     report = stages_report(
-        _parse_ids(args.ids),
+        parse_ids(args.ids),
         num_layers,
         pp_size=args.pp_size,
         pp_partition=args.pp_partition,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from eagle3_contracts._io import load_json, regular_file
-from eagle3_contracts.errors import DumpError
+from eagle3_contracts.errors import DumpError, one_line
 
 if TYPE_CHECKING:
     import torch
@@ -458,7 +458,7 @@ def _map_tensors(
     try:
         whole = torch.from_file(str(path), shared=False, size=size, dtype=torch.uint8)
     except (RuntimeError, OSError) as exc:
-        raise DumpError(f"cannot map the dump: {_one_line(exc)}", source=source) from None
+        raise DumpError(f"cannot map the dump: {one_line(exc)}", source=source) from None
     tensors = {}
     for e in entries:
         name, itemsize = _ST_DTYPES[e.dtype]
@@ -760,11 +760,6 @@ def _json(meta: Mapping[str, str], key: str, source: str) -> Any:
         raise DumpError(
             f"metadata {key} is not valid JSON: {meta[key][:60]!r}", source=source
         ) from None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
 
 
 __all__ = [

@@ -433,7 +433,13 @@ def plan_record(example: str, systems: Sequence[str] | None = None) -> dict[str,
                 plans.append({"system": system, "error": str(exc)})
                 continue
             plans.append({**plan.to_dict(), "system": system})
-        drafts.append({"name": Path(draft_path).name, "ids": _list(draft.ids), "plans": plans})
+        drafts.append(
+            {
+                "name": Path(draft_path).name,
+                "ids": None if draft.ids is None else list(draft.ids),
+                "plans": plans,
+            }
+        )
     return {
         "example": example,
         "trained_with": manifest.get("trained_with"),
@@ -444,7 +450,3 @@ def plan_record(example: str, systems: Sequence[str] | None = None) -> dict[str,
         },
         "drafts": drafts,
     }
-
-
-def _list(ids: Sequence[int] | None) -> list[int] | None:
-    return None if ids is None else list(ids)
