@@ -27,6 +27,20 @@ def pytest_configure(config: pytest.Config) -> None:
         ) from None
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """This repository's ``-m gpu`` tests are the plugin's ``eagle3_gpu`` tests (skipped
+    without CUDA); the plugin itself takes no generic marker name."""
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(pytest.mark.eagle3_gpu)
+
+
+@pytest.fixture
+def golden(eagle3_golden: object) -> object:
+    """This repository's short name for the plugin's ``eagle3_golden`` fixture."""
+    return eagle3_golden
+
+
 @pytest.fixture(autouse=True)
 def _one_torch_thread() -> Iterator[None]:
     """One intra-op torch thread per test: ``pytest -n 2`` on 2 cores would otherwise run

@@ -1,10 +1,11 @@
 """pytest plugin for golden snapshots (``pytest11`` entry point ``eagle3_contracts_goldens``).
 
-* ``golden`` fixture: syrupy's ``snapshot`` assertion using ``GoldenExtension`` (one JSON file
-  per assertion under ``goldens/``), with torch made deterministic for the test (seeds,
-  ``torch.use_deterministic_algorithms(True)``, cuDNN deterministic, previous state restored).
-* ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` is set at start-up when unset (cuBLAS reads it once, before
-  the first CUDA call; deterministic algorithms on CUDA need it).
+* ``eagle3_golden`` fixture: syrupy's ``snapshot`` assertion using ``GoldenExtension`` (one
+  JSON file per assertion under ``goldens/``), with torch made deterministic for the test
+  (seeds, ``torch.use_deterministic_algorithms(True)``, cuDNN deterministic, and
+  ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` when unset; everything restored after the test). No
+  generic name (``golden``) is taken and no global state is changed at start-up: the plugin
+  loads in every project that installs eagle3-contracts.
 * ``--snapshot-update`` (or ``--snapshot-update-new-only``) under pytest-xdist is refused: goldens
   are written by one process, serially, so a rewrite is complete and reviewable.
   ``-p no:eagle3_contracts_goldens`` turns this plugin off for projects that do not use goldens.
@@ -55,7 +56,6 @@ def xdist_refusal(config: pytest.Config) -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
     reason = xdist_refusal(config)
     if reason:
         raise pytest.UsageError(reason)
@@ -66,7 +66,9 @@ def deterministic(seed: int = SEED) -> Iterator[None]:
     """Seed every RNG and turn on torch's deterministic algorithms; restore on exit."""
     import torch
 
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+    set_cublas = "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    if set_cublas:  # cuBLAS reads it at its first call; restored below
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE
     saved = (
         torch.are_deterministic_algorithms_enabled(),
         torch.is_deterministic_algorithms_warn_only_enabled(),
@@ -89,6 +91,8 @@ def deterministic(seed: int = SEED) -> Iterator[None]:
             torch.backends.cudnn.deterministic = saved[2]
             torch.backends.cudnn.benchmark = saved[3]
             random.setstate(saved[4])
+            if set_cublas:
+                os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
 
 
 @cache
@@ -99,13 +103,7 @@ def rooted_extension(root: Path) -> type[GoldenExtension]:
 
 
 @pytest.fixture
-def golden(snapshot: SnapshotAssertion, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """``assert record == golden``: compare with ``goldens/<module>/<test>.json`` (see snapshot)."""
+def eagle3_golden(snapshot: SnapshotAssertion, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """``assert record == eagle3_golden``: compare with ``goldens/<module>/<test>.json``."""
     with deterministic():
         yield snapshot.use_extension(rooted_extension(Path(request.config.rootpath)))
-
-
-@pytest.fixture
-def eagle3_golden(golden: Any) -> Any:
-    """The ``golden`` fixture under a name no other plugin is likely to take."""
-    return golden

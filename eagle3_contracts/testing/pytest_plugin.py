@@ -2,26 +2,34 @@
 
 Loaded automatically once ``eagle3-contracts`` is installed. It adds:
 
-* the ``gpu`` marker: such tests are skipped, with the reason, when no CUDA device exists;
+* the ``eagle3_gpu`` marker: such tests are skipped, with the reason, when no CUDA device
+  exists, and run with ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` when it is unset (deterministic
+  cuBLAS; set for those tests only, restored after);
 * fixtures: ``eagle3_tiny_target`` (a 6 x 32 synthetic decoder), ``eagle3_contract`` (a
   contract for it), ``eagle3_input_ids``, ``eagle3_hf_target`` (factory of tiny random HF
   models), ``eagle3_verify`` (``verify_capture`` with those defaults);
-* hypothesis profiles ``eagle3-dev``, ``eagle3-ci`` and ``eagle3-gpu``, registered but not
-  loaded (load one with ``--hypothesis-profile=eagle3-ci`` or
-  ``settings.load_profile("eagle3-ci")``);
+* hypothesis profiles ``eagle3-dev``, ``eagle3-ci`` and ``eagle3-gpu``, registered in
+  ``pytest_configure`` (never at import) but not loaded (load one with
+  ``--hypothesis-profile=eagle3-ci`` or ``settings.load_profile("eagle3-ci")``);
 * ini options ``eagle3_configs`` (globs of drafter config files), ``eagle3_serve_with``
   (serving systems) and ``eagle3_trained_with`` (the training system), optionally
   ``eagle3_target`` (the target ``config.json``, else a ``target.json`` next to each drafter
   config): every matching config becomes one test item per serving system, failing with the
   findings of ``eagle3_contracts.config.check.check_drafter`` when serving would feed the drafter
-  other layers than training did. The files must lie under a collected path (``testpaths``).
+  other layers than training did.
+
+  The globs are resolved from the rootdir (``Path.glob`` syntax, ``**`` recurses), whatever
+  ``testpaths`` says; the configs become items where pytest collects, so they must lie under a
+  collected path. A glob that matches no file is a usage error naming the pattern and the
+  rootdir, and so is a glob whose files all lie outside ``testpaths`` in a run that collects
+  ``testpaths``: a typo never gives a green run that checked nothing.
 
 Nothing here imports torch until a fixture or item needs it.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +39,9 @@ import pytest
 if TYPE_CHECKING:
     from eagle3_contracts.contract import CaptureContract
 
-GPU_REASON = "gpu: no CUDA device available (torch.cuda.is_available() is False)"
+GPU_MARKER = "eagle3_gpu"
+GPU_REASON = f"{GPU_MARKER}: no CUDA device available (torch.cuda.is_available() is False)"
+CUBLAS_WORKSPACE = ":4096:8"
 TINY_TARGET = {"num_layers": 6, "hidden_size": 32, "vocab_size": 64, "seed": 0}
 TINY_CONTRACT_IDS = (1, 3, 5)
 
@@ -67,7 +77,7 @@ def register_hypothesis_profiles() -> tuple[str, ...]:
     return ("eagle3-dev", "eagle3-ci", "eagle3-gpu")
 
 
-PROFILES = register_hypothesis_profiles()
+PROFILES = ("eagle3-dev", "eagle3-ci", "eagle3-gpu")
 
 
 # -- options and markers -----------------------------------------------------------------
@@ -100,10 +110,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before a conftest loads one of the profiles
 def pytest_configure(config: pytest.Config) -> None:
+    register_hypothesis_profiles()
     config.addinivalue_line(
-        "markers", "gpu: needs a CUDA device; skipped with the reason when none is available"
+        "markers",
+        f"{GPU_MARKER}: needs a CUDA device; skipped with the reason when none is available",
     )
+    config.stash[_CONFIGS] = _resolve_config_globs(config)
+
+
+_CONFIGS = pytest.StashKey[frozenset[Path]]()
+
+
+def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:
+    """The drafter configs ``eagle3_configs`` names; a usage error for a glob that names none,
+    or only files this run will not collect."""
+    root = config.rootpath
+    default_run = config.args_source is not pytest.Config.ArgsSource.ARGS
+    roots = [Path(a.split("::")[0]).resolve() for a in config.args]
+    found: set[Path] = set()
+    for pattern in (g.strip() for g in config.getini("eagle3_configs")):
+        if not pattern:
+            continue
+        try:
+            matches = sorted(p.resolve() for p in root.glob(pattern) if p.is_file())
+        except (ValueError, NotImplementedError) as exc:
+            raise pytest.UsageError(
+                f"eagle3_configs pattern {pattern!r} is not a glob relative to the rootdir "
+                f"{root}: {exc}"
+            ) from None
+        if not matches:
+            raise pytest.UsageError(
+                f"eagle3_configs pattern {pattern!r} matches no file under the rootdir {root}"
+            )
+        if default_run and not any(m.is_relative_to(r) for m in matches for r in roots):
+            shown = ", ".join(str(r) for r in roots)
+            raise pytest.UsageError(
+                f"eagle3_configs pattern {pattern!r} matches {len(matches)} file(s) under "
+                f"{root} (e.g. {matches[0].relative_to(root)}), none inside the collected paths "
+                f"({shown}): add their folder to testpaths"
+            )
+        found.update(matches)
+    return frozenset(found)
 
 
 def _cuda_available() -> bool:
@@ -114,24 +163,30 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("gpu") is not None and not _cuda_available():
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    if item.get_closest_marker(GPU_MARKER) is None:
+        return (yield)
+    if not _cuda_available():
         pytest.skip(GPU_REASON)
+    if "CUBLAS_WORKSPACE_CONFIG" not in os.environ:  # ours to set, for this test only
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE
+        item.stash[_SET_CUBLAS] = True
+    return (yield)
+
+
+_SET_CUBLAS = pytest.StashKey[bool]()
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    if item.stash.get(_SET_CUBLAS, False):
+        os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
 
 
 # -- drafter configs as test items --------------------------------------------------------
-def _matches(path: Path, root: Path, globs: list[str]) -> bool:
-    try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return False
-    return any(fnmatch.fnmatch(rel, g.strip()) for g in globs if g.strip())
-
-
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    config = parent.config
-    globs = config.getini("eagle3_configs")
-    if globs and file_path.suffix == ".json" and _matches(file_path, config.rootpath, globs):
+    configs = parent.config.stash.get(_CONFIGS, frozenset())
+    if configs and file_path.resolve() in configs:
         return DrafterConfigFile.from_parent(parent, path=file_path)
     return None
 

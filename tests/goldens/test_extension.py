@@ -277,13 +277,13 @@ IDENTIFIED = int(os.environ.get("DEMO_IDENTIFIED", "3"))
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_capture(case, golden):
+def test_capture(case, eagle3_golden):
     segments = [
         {"position": p, "layer_id": n, "identified": IDENTIFIED if n == 3 else n,
          "shape": [2, 8], "dtype": "float32", "stats": {"norm": 1.5 + p, "mean": 0.1}}
         for p, n in enumerate((-1, 1, 3))
     ]
-    assert {"case": case, "concat_order": [-1, 1, 3], "segments": segments} == golden
+    assert {"case": case, "concat_order": [-1, 1, 3], "segments": segments} == eagle3_golden
 """
 
 
