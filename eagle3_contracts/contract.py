@@ -8,7 +8,7 @@ One declaration validates (``CaptureContract(...)`` raises ``ContractError`` on 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -222,10 +222,3 @@ class CaptureContract:
         except (ValueError, UnicodeDecodeError) as exc:
             raise ContractError(f"contract is not valid JSON: {exc}", field="contract") from None
         return cls.from_dict(data)
-
-
-def contract_for(
-    layer_ids: Sequence[int], num_layers: int, hidden_size: int, order: Order = "ascending"
-) -> CaptureContract:
-    """Shorthand for ``CaptureContract(tuple(layer_ids), num_layers, hidden_size, order)``."""
-    return CaptureContract(tuple(layer_ids), num_layers, hidden_size, order)

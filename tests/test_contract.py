@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eagle3_contracts import CaptureContract, ContractError
-from eagle3_contracts.contract import ORDERS, contract_for
+from eagle3_contracts.contract import ORDERS
 
 
 @st.composite
@@ -38,8 +38,8 @@ def test_json_round_trip(c: CaptureContract) -> None:
 
 
 def test_order_rules() -> None:
-    asc = contract_for([58, 2, 30], 61, 7168)
-    listed = contract_for([58, 2, 30], 61, 7168, "as_listed")
+    asc = CaptureContract([58, 2, 30], 61, 7168)
+    listed = CaptureContract([58, 2, 30], 61, 7168, "as_listed")
     assert asc.concat_ids == (2, 30, 58)
     assert listed.concat_ids == (58, 2, 30)
     assert asc.segment_of(58).start == 2 * 7168
@@ -74,7 +74,7 @@ def test_validation(kwargs: dict, field: str) -> None:
 
 
 def test_validate_tensor_shape() -> None:
-    c = contract_for([2, 30, 58], 61, 8)
+    c = CaptureContract([2, 30, 58], 61, 8)
     ok = SimpleNamespace(shape=(2, 5, 24))
     assert c.validate(ok) is ok
     with pytest.raises(ContractError, match="2 segments of 8"):

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 
 from eagle3_contracts import CaptureContract, ContractError, Segment
-from eagle3_contracts.contract import ORDERS, contract_for
+from eagle3_contracts.contract import ORDERS
 
 KIMI = {"layer_ids": [2, 30, 58], "num_layers": 61, "hidden_size": 7168, "order": "ascending"}
 
@@ -126,7 +126,7 @@ def test_the_depth_is_checked_before_the_ids() -> None:
 
 
 def test_segments_of_an_ascending_contract() -> None:
-    c = contract_for([58, -1, 30], 61, 10)
+    c = CaptureContract([58, -1, 30], 61, 10)
     assert c.concat_ids == (-1, 30, 58)
     assert c.segments == (
         Segment(position=0, layer_id=-1, start=0, stop=10),
@@ -138,7 +138,7 @@ def test_segments_of_an_ascending_contract() -> None:
 
 
 def test_segments_of_an_as_listed_contract() -> None:
-    c = contract_for([58, -1, 30], 61, 10, "as_listed")
+    c = CaptureContract([58, -1, 30], 61, 10, "as_listed")
     assert c.concat_ids == (58, -1, 30)
     assert [(s.position, s.layer_id, s.start, s.stop) for s in c.segments] == [
         (0, 58, 0, 10),
@@ -148,17 +148,17 @@ def test_segments_of_an_as_listed_contract() -> None:
 
 
 def test_segment_of_an_absent_layer_is_refused_naming_the_contract_ids() -> None:
-    c = contract_for([58, 2, 30], 61, 8)
+    c = CaptureContract([58, 2, 30], 61, 8)
     err = refusal(c.segment_of, 31)
     assert err.field == "layer_id"
     assert str(err) == "layer 31 is not in this contract's layer_ids [58, 2, 30]"
 
 
 def test_describe_lists_the_layers_in_concatenation_order() -> None:
-    assert contract_for([58, 2, 30], 61, 7168).describe() == (
+    assert CaptureContract([58, 2, 30], 61, 7168).describe() == (
         "[layer 2, layer 30, layer 58] of 61 x 7168 (ascending, width 21504)"
     )
-    assert contract_for([60, -1], 61, 4, "as_listed").describe() == (
+    assert CaptureContract([60, -1], 61, 4, "as_listed").describe() == (
         "[layer 60 (last, pre-norm), embedding (-1)] of 61 x 4 (as_listed, width 8)"
     )
 
@@ -167,7 +167,7 @@ def test_describe_lists_the_layers_in_concatenation_order() -> None:
 
 
 def test_validate_returns_the_tensor_of_the_right_width() -> None:
-    c = contract_for([2, 30, 58], 61, 8)
+    c = CaptureContract([2, 30, 58], 61, 8)
     for shape in [(24,), (1, 24), (2, 5, 24)]:
         t = SimpleNamespace(shape=shape)
         assert c.validate(t) is t
@@ -175,7 +175,7 @@ def test_validate_returns_the_tensor_of_the_right_width() -> None:
 
 @pytest.mark.parametrize("captured", [[1, 2, 3], None, SimpleNamespace(shape=())])
 def test_validate_refuses_what_is_no_tensor(captured: object) -> None:
-    err = refusal(contract_for([2, 30, 58], 61, 8).validate, captured)
+    err = refusal(CaptureContract([2, 30, 58], 61, 8).validate, captured)
     assert err.field == "captured"
     assert str(err) == (
         f"captured must be a tensor of shape [..., 24], got {type(captured).__name__}"
@@ -183,7 +183,7 @@ def test_validate_refuses_what_is_no_tensor(captured: object) -> None:
 
 
 def test_validate_names_the_segment_count_of_a_whole_number_of_segments() -> None:
-    err = refusal(contract_for([2, 30, 58], 61, 8).validate, SimpleNamespace(shape=(3, 32)))
+    err = refusal(CaptureContract([2, 30, 58], 61, 8).validate, SimpleNamespace(shape=(3, 32)))
     assert err.field == "captured"
     assert str(err) == (
         "captured width 32 != contract width 24 (3 x 8): it holds 4 segments of 8, the contract 3"
@@ -191,7 +191,7 @@ def test_validate_names_the_segment_count_of_a_whole_number_of_segments() -> Non
 
 
 def test_validate_names_a_width_that_is_no_multiple() -> None:
-    err = refusal(contract_for([2, 30, 58], 61, 8).validate, SimpleNamespace(shape=(3, 23)))
+    err = refusal(CaptureContract([2, 30, 58], 61, 8).validate, SimpleNamespace(shape=(3, 23)))
     assert str(err) == (
         "captured width 23 != contract width 24 (3 x 8): 23 is not a multiple of hidden_size 8"
     )
@@ -201,7 +201,7 @@ def test_validate_names_a_width_that_is_no_multiple() -> None:
 
 
 def test_to_dict_is_the_schema() -> None:
-    c = contract_for([58, 2, 30], 61, 7168, "as_listed")
+    c = CaptureContract([58, 2, 30], 61, 7168, "as_listed")
     assert c.to_dict() == {
         "layer_ids": [58, 2, 30],
         "num_layers": 61,
@@ -216,8 +216,8 @@ def test_to_dict_is_the_schema() -> None:
 
 def test_from_dict_builds_the_contract() -> None:
     c = CaptureContract.from_dict(dict(KIMI, order="as_listed", layer_ids=[58, 2, 30]))
-    assert c == contract_for([58, 2, 30], 61, 7168, "as_listed")
-    assert CaptureContract.from_json(json.dumps(KIMI).encode()) == contract_for(
+    assert c == CaptureContract([58, 2, 30], 61, 7168, "as_listed")
+    assert CaptureContract.from_json(json.dumps(KIMI).encode()) == CaptureContract(
         [2, 30, 58], 61, 7168
     )
 
@@ -290,7 +290,7 @@ def test_examples_are_the_documented_public_contracts() -> None:
 
 
 def test_contract_for_defaults_to_ascending() -> None:
-    assert contract_for([30, 2], 61, 8) == CaptureContract((30, 2), 61, 8, "ascending")
+    assert CaptureContract([30, 2], 61, 8) == CaptureContract((30, 2), 61, 8, "ascending")
 
 
 @given(CaptureContract.strategy())

@@ -345,11 +345,6 @@ class PipelineRisks:
     def stage_local_affected(self) -> bool:
         return self.stage_local_feeds != self.ids
 
-    @property
-    def safe(self) -> bool:
-        """True when none of the bugs changes what the drafter is fed on this partition."""
-        return not (self.last_stage_only_affected or self.stage_local_affected)
-
     def to_dict(self) -> dict[str, object]:
         return {
             "last_stage_only_feeds": list(self.last_stage_only_feeds),

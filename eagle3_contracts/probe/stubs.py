@@ -83,9 +83,3 @@ def namespace(config: dict[str, Any]) -> SimpleNamespace:
     """A draft ``hf_config`` as transformers builds it: top-level keys are attributes, nested
     dicts (``eagle_config``) stay dicts; a missing key raises ``AttributeError``."""
     return SimpleNamespace(**config)
-
-
-def make_runner(config: dict[str, Any], num_layers: int = 32) -> tuple[Stub, World]:
-    """A stub whose every ``.hf_config`` is the draft config ``config`` (for config readers)."""
-    world = World(num_layers=num_layers, hf_config=namespace(config))
-    return Stub(world), world

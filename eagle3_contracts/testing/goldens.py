@@ -31,7 +31,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
-    from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, SnapshotIndex
+    from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData
 
 GOLDEN_KEY = "eagle3_golden"
 """First key of every golden file; its value is ``GOLDEN_FORMAT``. Marks files this extension owns."""
@@ -406,12 +406,3 @@ def golden_dir(test_file: Path, extension: type[GoldenExtension] = GoldenExtensi
                 parts = parts[1:]
             return parent.parent.joinpath(extension.goldens_dirname, *parts)
     return test_file.parent / extension.goldens_dirname / test_file.stem
-
-
-def golden_location(
-    test_location: PyTestLocation,
-    index: SnapshotIndex = 0,
-    extension: type[GoldenExtension] = GoldenExtension,
-) -> Path:
-    """Path of the golden file an assertion in ``test_location`` reads and writes."""
-    return Path(extension.get_location(test_location=test_location, index=index))
