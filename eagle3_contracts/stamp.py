@@ -231,6 +231,21 @@ def claim_source(
     return ClaimSource("none", "the training contract is unknown")
 
 
+def claim_trained_with(
+    draft: str | os.PathLike[str] | Mapping[str, Any],
+    trained_with: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[str | None, str]:
+    """The trainer name a config-level tool (``check``) reads the drafter with, and the
+    sentence saying where it came from: the stamp's ``trained_with`` first, else
+    ``--trained-with``, else ``EAGLE3_CONTRACTS_TRAINED_WITH``, else ``None``."""
+    claim = claim_source(draft, trained_with, environ)
+    note = claim.describe()
+    if claim.kind == "stamp" and trained_with and trained_with != claim.trained_with:
+        note += f" (--trained-with {trained_with} ignored: the stamp is read first)"
+    return claim.trained_with, note
+
+
 # -- writing ---------------------------------------------------------------------------------
 def write_stamp(draft: str | os.PathLike[str], stamp: Stamp) -> Path:
     """Add (or replace) the stamp block in the drafter's ``config.json``; return its path.
@@ -260,6 +275,7 @@ __all__ = [
     "ClaimSource",
     "Stamp",
     "claim_source",
+    "claim_trained_with",
     "parse_stamp",
     "read_stamp",
     "write_stamp",

@@ -103,6 +103,16 @@ def run(args: argparse.Namespace) -> int:
         title = None
     if not draft:
         raise UsageError("DRAFT is required (or --example NAME; --list shows the examples)")
+    claim = None  # the drafter's stamp first, then --trained-with, then the env var
+    if not args.example:
+        from eagle3_contracts.errors import ConfigError
+        from eagle3_contracts.stamp import claim_trained_with
+
+        try:
+            trained_with, claim = claim_trained_with(draft, trained_with)
+        except ConfigError as exc:  # an unreadable config is check_drafter's to report
+            if (exc.field or "").startswith("eagle3_contract"):
+                raise  # a malformed stamp is never ignored
     report = check_drafter(
         draft,
         target=target,
@@ -116,4 +126,8 @@ def run(args: argparse.Namespace) -> int:
         pp_partition=args.pp_partition,
         title=title,
     )
+    if claim:
+        import sys
+
+        print(f"training claim: {claim}", file=sys.stderr)
     return emit(report, args.json)

@@ -131,3 +131,21 @@ def test_unstamped_reads_none(drafter: Path, capsys: pytest.CaptureFixture[str])
     assert read_stamp(drafter) is None
     assert main(["stamp", str(drafter), "--show"]) == 0
     assert "not stamped" in capsys.readouterr().out
+
+
+def test_check_reads_the_stamp_first_and_says_so(
+    drafter: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = str(KIMI / "target.json")
+    monkeypatch.delenv(ENV_TRAINED_WITH, raising=False)
+    main(["check", str(drafter / "config.json"), "--target", target, "--serve-with", "vllm"])
+    assert "training claim: no stamp, no --trained-with" in capsys.readouterr().err
+    monkeypatch.setenv(ENV_TRAINED_WITH, "output")
+    main(["check", str(drafter / "config.json"), "--target", target, "--serve-with", "vllm"])
+    assert f"training claim: no stamp; {ENV_TRAINED_WITH}=output" in capsys.readouterr().err
+    assert _stamp(drafter) == 0
+    capsys.readouterr()
+    args = ["check", str(drafter / "config.json"), "--target", target, "--trained-with", "boundary"]
+    main([*args, "--serve-with", "vllm"])
+    err = capsys.readouterr().err
+    assert "training claim: stamp in" in err and "--trained-with boundary ignored" in err
