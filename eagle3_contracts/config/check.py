@@ -312,10 +312,14 @@ def check_drafter(
         _check_name(name, target_cfg)  # fail early, as one typed error, on an unknown name
 
     if trained_with is not None:
-        readings = ((trained_with, resolve(draft_cfg, target_cfg, trained_with)),)
+        readings: tuple[tuple[str, CapturePlan], ...] = (
+            (trained_with, resolve(draft_cfg, target_cfg, trained_with)),
+        )
         ambiguous = False
     else:
-        both = tuple((name, resolve(draft_cfg, target_cfg, name)) for name in conventions.READINGS)
+        both: tuple[tuple[str, CapturePlan], ...] = tuple(
+            (name, resolve(draft_cfg, target_cfg, name)) for name in conventions.READINGS
+        )
         ambiguous = len({p.layer_ids for _, p in both}) > 1
         if ambiguous:
             readings = both

@@ -264,8 +264,11 @@ def _release_plan(
 def _read_ids(
     draft: DraftConfig, conv: Convention, n: int, notes: list[str]
 ) -> tuple[tuple[int, ...] | None, str]:
-    written = [(p, draft.ids_at(p)) for p in (conventions.hf.NESTED, conventions.hf.TOP_LEVEL)]
-    written = [(p, ids) for p, ids in written if ids is not None]
+    written = [
+        (p, ids)
+        for p in (conventions.hf.NESTED, conventions.hf.TOP_LEVEL)
+        if (ids := draft.ids_at(p)) is not None
+    ]
     if not conv.configurable:
         if written:
             notes.append(

@@ -105,10 +105,13 @@ class TargetConfig:
         """A target given by depth and width only (``--num-layers/--hidden-size``)."""
         src = "<command line>"
         data = {"num_hidden_layers": num_layers, "hidden_size": hidden_size}
+        depth = _pos_int(data, "num_hidden_layers", src, required=True)
+        width = _pos_int(data, "hidden_size", src, required=True)
+        assert depth is not None and width is not None  # required=True raises instead
         return cls(
             source=src,
-            num_layers=_pos_int(data, "num_hidden_layers", src, required=True),
-            hidden_size=_pos_int(data, "hidden_size", src, required=True),
+            num_layers=depth,
+            hidden_size=width,
             raw=MappingProxyType(dict(data)),
         )
 

@@ -135,9 +135,10 @@ def get(
                 f"use one of: {', '.join(REGISTRY)}",
                 field="convention",
             ) from None
-        return releases.release_convention(
+        found: Convention = releases.release_convention(
             framework, version, model_type=model_type, architectures=tuple(architectures)
         )
+        return found
     raise ContractError(
         f"unknown convention {name!r}; known: {', '.join(REGISTRY)} "
         f"(or 'framework==version', e.g. 'sglang==0.5.23')",

@@ -138,7 +138,8 @@ def load_table(framework: str, version: str) -> dict[str, Any]:
             field="convention",
         )
     text = _data_dir().joinpath(f"{framework}-{version}.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    table: dict[str, Any] = json.loads(text)
+    return table
 
 
 # -- choosing the model file ------------------------------------------------------------------
@@ -157,7 +158,7 @@ def model_file_for(
                 key = archs[name]
                 if name == arch and _delegates(classes[key]) and arch in WRAPPER_ARCHITECTURES:
                     continue  # a wrapper whose language model is read through the map below
-                return key
+                return str(key)
     if model_type:
         key = _main_key(classes, MODEL_TYPE_FILES.get(model_type, f"{model_type}.py"))
         if key is not None:
@@ -302,7 +303,7 @@ def convention_from_table(table: dict[str, Any], key: str) -> Convention:
 
 
 def _placement(table: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
-    ref = row["placement"]
+    ref: dict[str, Any] = row["placement"]
     if "ambiguous" in ref:
         return ref
     summary = table["model_files"][ref["file"]]["placement"][ref["forward"]]

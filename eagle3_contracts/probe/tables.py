@@ -190,7 +190,11 @@ def _placement_of(rel: _Release, file: str, cls: str, placements: dict[str, Any]
     for owner in [(file, cls), *_bases_where(rel, file, cls)]:
         inner = rel.modules[owner[0]].attribute_class(owner[1], "model")
         if inner:
-            where = rel.find_class(inner, owner[0]) or _factory_class(rel, file, cls, inner)
+            where = (
+                rel.find_class(inner, owner[0])
+                or _factory_class(rel, file, cls, inner)
+                or _class_argument(rel, [(file, cls), *_bases_where(rel, file, cls)], inner)
+            )
             found = _stack_forward(rel, where) if where else None
             if found is not None:
                 key = f"{found[1]}.forward"
@@ -455,9 +459,9 @@ def _entry_table(
                 isinstance(a, ast.Constant)
                 and isinstance(b, ast.Constant)
                 and isinstance(b.value, str)
-                and f"{a.value}.py" in rel.modules
+                and f"{a.value!s}.py" in rel.modules
             ):
-                entries.append((f"{a.value}.py", b.value))
+                entries.append((f"{a.value!s}.py", b.value))
     else:
         for file, mod in rel.modules.items():
             entries.extend((file, cls) for cls in mod.entry_classes)
@@ -558,7 +562,7 @@ def _entry(
                 elif inner_row is None or "needs_reading" in inner_row:
                     why = inner_row.get("needs_reading") if inner_row else "not found"
                     needs.append(f"delegates to self.model.{spec.setter} ({built_by}): {why}")
-                else:
+                elif inner_where is not None:
                     chain.append(
                         f"{inner_where[0]}:{inner_where[1]}.{spec.setter} "
                         f"(line {inner_row['line']}, rule {inner_row['rule']})"
@@ -661,7 +665,8 @@ def _vllm_default(
         row = _function_row(functions, where, getter)
         if row is not None and "needs_reading" not in row:
             chain.append(f"{where[0]}:{where[1]}.{getter} (default)")
-            return row["default"]
+            default: str | None = row["default"]
+            return default
     return None
 
 
