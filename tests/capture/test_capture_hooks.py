@@ -31,8 +31,6 @@ from ._targets import (
     vocab_of,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
 
 def segments(captured: torch.Tensor, contract: CaptureContract):
     return {s.layer_id: captured[..., s.slice] for s in contract.segments}

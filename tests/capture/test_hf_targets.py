@@ -17,8 +17,6 @@ from eagle3_contracts.testing.hf_models import (
 
 from ._targets import tokens
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
 
 def test_the_architectures_of_the_issue_are_covered():
     assert set(HF_ARCHITECTURES) == {

@@ -31,8 +31,6 @@ from ._targets import (
     vocab_of,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
 
 def every_state(model, ids):
     num_layers = len(decoder_layers(model))

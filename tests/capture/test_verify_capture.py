@@ -25,8 +25,6 @@ from eagle3_contracts.errors import ContractError
 
 from ._targets import all_targets, target, tokens, vocab_of
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
 CaptureFn = Callable[..., torch.Tensor]
 
 

@@ -224,8 +224,7 @@ def test_the_suggested_fix_makes_serving_match_training(case: tuple) -> None:
     config = _config_for(system, ids)
     served = resolve(config, target, system)
     findings = compare(trained, served)
-    if not findings:
-        return
+    assume(findings)  # a case the release already serves right has no fix to check
     fix = findings[0].fix_native_ids
     if fix is None:  # only when no id list makes the engine feed every trained layer
         assert findings[0].fix.startswith("no ")

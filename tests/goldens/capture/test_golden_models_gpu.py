@@ -25,18 +25,32 @@ from eagle3_contracts.testing.golden_cases import (
     model_case,
     real_model_record,
 )
-from eagle3_contracts.testing.goldens import DTYPE_RTOL, GoldenExtension
+from eagle3_contracts.testing.goldens import DTYPE_RTOL, GoldenExtension, golden_dir
 
 LOW_PRECISION = [pytest.param(d, id=dtype_name(d)) for d in (torch.bfloat16, torch.float16)]
 CASES = [pytest.param(case, id=case.name) for case in MODEL_CASES]
 NO_CUDA = "no CUDA device (torch.cuda.is_available() is False): GPU goldens run on a GPU host"
 
 
+GPU_GOLDENS = golden_dir(Path(__file__))
+NOT_RECORDED = (
+    f"no GPU golden is recorded yet ({GPU_GOLDENS} is empty): on this CUDA host, record them "
+    f"with scripts/gpu-goldens.sh (or tox -e gpu -- --snapshot-update), rerun without "
+    f"--snapshot-update to prove them deterministic, and commit the directory"
+)
+
+
 @pytest.fixture
-def cuda() -> str:
-    """The CUDA device; skips with the reason (also when the eagle3_contracts plugin is off)."""
+def cuda(request: pytest.FixtureRequest) -> str:
+    """The CUDA device; skips with the reason (also when the eagle3_contracts plugin is off).
+
+    On a CUDA host while no GPU golden exists, fails saying how to record them: a GPU run that
+    compared nothing must not pass."""
     if not torch.cuda.is_available():
         pytest.skip(NO_CUDA)
+    updating = bool(getattr(request.config.option, "update_snapshots", False))
+    if not updating and not any(GPU_GOLDENS.glob("*.json")):
+        pytest.fail(NOT_RECORDED)
     return "cuda"
 
 
