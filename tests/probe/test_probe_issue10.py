@@ -209,3 +209,47 @@ def test_vllm_runner_rules(tmp_path: Path) -> None:
     config.write_text(text)
     assert read_runner_rule(tmp_path, "vllm/config/vllm.py")["default"] == "v2"
     assert read_runner_rule(tmp_path, "vllm/config/missing.py")["default"] == "v1"
+
+
+def test_specforge_table_is_shipped_byte_for_byte_and_backs_the_trainer() -> None:
+    from eagle3_contracts.conventions.predict import trainer_release
+    from eagle3_contracts.probe.__main__ import GOLDENS, PACKAGE_DATA
+
+    name = "specforge-0.2.0.json"
+    root = Path(__file__).resolve().parents[2]
+    assert (root / GOLDENS / "trainers" / name).read_bytes() == (
+        PACKAGE_DATA / "trainers" / name
+    ).read_bytes()
+    trainer = trainer_release("specforge==0.2.0")
+    assert (trainer.backend, trainer.engine, trainer.count) == ("sglang", "sglang==0.5.14", 3)
+    assert trainer.distinct and trainer.below_depth
+    assert any("model_providers.py:188" in s for s in trainer.sources)
+
+
+def test_the_trainer_probe_evaluates_the_resolver(tmp_path: Path) -> None:
+    from eagle3_contracts.probe.trainers import RESOLVER, build_trainer_table
+
+    path = tmp_path / RESOLVER
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        textwrap.dedent(
+            """
+            def resolve_eagle_capture_layers(cfg, draft_config, target_config):
+                layers = cfg.model.aux_hidden_state_layer_ids
+                if layers is None:
+                    eagle_config = draft_config.get("eagle_config", {}) or {}
+                    layers = eagle_config.get("eagle_aux_hidden_state_layer_ids")
+                if layers is None:
+                    num_layers = int(target_config.num_hidden_layers)
+                    layers = [1, num_layers // 2 - 1, num_layers - 4]
+                layers = list(layers)
+                if len(layers) != 3 or any(i < 0 for i in layers):
+                    raise ValueError("three non-negative ids")
+                return layers
+            """
+        )
+    )
+    resolver = build_trainer_table("0.0.1", tmp_path)["resolver"]
+    assert resolver["default"] == "1,L//2-1,L-4"
+    assert resolver["reads"] == "eagle_config.eagle_aux_hidden_state_layer_ids"
+    assert resolver["refuses"] == ["four", "negative", "two"] and not resolver["top_level_read"]
