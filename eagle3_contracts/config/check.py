@@ -311,10 +311,13 @@ def check_drafter(
     for name in (*systems, *([trained_with] if trained_with else [])):
         _check_name(name, target_cfg)  # fail early, as one typed error, on an unknown name
 
-    if trained_with is not None:
-        readings: tuple[tuple[str, CapturePlan], ...] = (
-            (trained_with, resolve(draft_cfg, target_cfg, trained_with)),
-        )
+    stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
+    if stamped is not None:
+        trained_with = stamped.system
+        readings: tuple[tuple[str, CapturePlan], ...] = ((stamped.system, stamped),)
+        ambiguous = False
+    elif trained_with is not None:
+        readings = ((trained_with, resolve(draft_cfg, target_cfg, trained_with)),)
         ambiguous = False
     else:
         both: tuple[tuple[str, CapturePlan], ...] = tuple(
@@ -379,6 +382,46 @@ def check_drafter(
         notes=tuple(notes),
         pipeline=pipeline,
         title=title,
+    )
+
+
+def _stamp_plan(
+    draft: PathOrDict | DraftConfig,
+    draft_cfg: DraftConfig,
+    target: TargetConfig,
+    trained_with: str | None,
+    notes: list[str],
+) -> CapturePlan | None:
+    """The trained plan a stamp in the drafter's config records (read before --trained-with;
+    ``eagle3_contracts.stamp``), or ``None`` when the drafter carries no stamp."""
+    from eagle3_contracts.stamp import claim_source
+
+    source: Any = draft_cfg.raw if isinstance(draft, DraftConfig) else draft
+    claim = claim_source(source, trained_with, environ={})
+    if claim.kind != "stamp" or claim.stamp is None:
+        return None
+    stamp = claim.stamp
+    note = claim.describe()
+    if trained_with and trained_with != stamp.trained_with:
+        note += f" (--trained-with {trained_with} ignored: the stamp is read first)"
+    notes.append(note)
+    if (stamp.num_layers, stamp.hidden_size) != (target.num_layers, target.hidden_size):
+        raise ConfigError(
+            f"the drafter's stamp was made for a {stamp.num_layers} x {stamp.hidden_size} "
+            f"target, this target is {target.num_layers} x {target.hidden_size}: check it "
+            "against the target it was trained on, or re-stamp it",
+            source=draft_cfg.source,
+            field="eagle3_contract",
+        )
+    return CapturePlan(
+        system=f"stamp ({stamp.trained_with or 'unnamed trainer'})",
+        layer_ids=stamp.layer_ids,
+        num_layers=stamp.num_layers,
+        hidden_size=stamp.hidden_size,
+        order="ascending" if stamp.order == "ascending" else "as_listed",
+        native_ids=stamp.native_ids,
+        ids_source="stamp",
+        notes=(note,),
     )
 
 

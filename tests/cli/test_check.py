@@ -409,3 +409,24 @@ def test_a_partly_unknown_run_answers_every_other_row_and_exits_1(
     assert code == 1
     assert "result: UNKNOWN (1 row(s) need reading; nothing proven wrong) (exit 1)" in out
     assert "sglang==0.4.0 has not been probed" in out
+
+
+def test_a_stamp_is_read_before_trained_with(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """issue 11's stamp records the canonical contract in config.json; check reads it first."""
+    from eagle3_contracts.stamp import Stamp, write_stamp
+
+    draft, target = examples.load("kimi-k2.5")
+    folder = tmp_path / "drafter"
+    folder.mkdir()
+    (folder / "config.json").write_text(Path(draft).read_text())
+    write_stamp(folder, Stamp((2, 30, 58), 61, 7168, trained_with="specforge-hf"))
+    code, out, _ = run(
+        capsys, str(folder), "--target", target, "--trained-with", "specforge", "--json"
+    )
+    data = json.loads(out)
+    assert data["readings"][0]["plan"]["layer_ids"] == [2, 30, 58]
+    assert any(n.startswith("stamp in") for n in data["notes"])  # the stamped canonical ids
+    sglang = next(r for r in data["rows"] if r["system"] == "sglang")
+    assert sglang["verdict"] == "shifted -1" and code == 1
