@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import torch
 
+from eagle3_contracts.capture.introspect import seeded_input_ids
 from eagle3_contracts.testing.hf_models import HF_ARCHITECTURES, build_tiny_hf, tiny_hf_config
 from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic
 
@@ -34,8 +35,7 @@ def synthetic_model(variant: str, num_layers: int = 5, hidden_size: int = 16):
 
 
 def tokens(vocab: int, batch: int = 2, seq: int = 9, seed: int = 0) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, vocab, (batch, seq), generator=g)
+    return seeded_input_ids(vocab, batch, seq, seed=seed)
 
 
 def all_targets():

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from eagle3_contracts.capture.hooks import capture_hidden_states
+from eagle3_contracts.capture.introspect import seeded_input_ids
 from eagle3_contracts.capture.targets import load_target
 from eagle3_contracts.cli import main
 from eagle3_contracts.dumps.format import write_dump
@@ -26,7 +27,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     model = build_tiny_hf(config, seed=SEED)
     (tmp / "config.json").write_text(config.to_json_string())
     model.save_pretrained(tmp / "model")  # config.json + model.safetensors
-    ids = torch.randint(0, 96, (1, 6), generator=torch.Generator().manual_seed(0))
+    ids = seeded_input_ids(96, 1, 6, seed=0)
 
     def dump(name: str, canonical: tuple[int, ...], claim: list[int], convention: str) -> Path:
         captured = capture_hidden_states(model, ids, canonical)

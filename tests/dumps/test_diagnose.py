@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eagle3_contracts.capture.hooks import capture_states, decoder_layers
+from eagle3_contracts.capture.introspect import seeded_input_ids
 from eagle3_contracts.capture.targets import target_from_model
 from eagle3_contracts.config.plan import FindingKind
 from eagle3_contracts.contract import CaptureContract
@@ -66,7 +67,7 @@ def _every_state_dump(
     n = len(decoder_layers(model))
     order = list(range(-1, n))
     random.Random(seed).shuffle(order)
-    input_ids = torch.randint(0, vocab, (2, 7), generator=torch.Generator().manual_seed(seed))
+    input_ids = seeded_input_ids(vocab, 2, 7, seed=seed)
     states = capture_states(model, input_ids, order)
     path = write_dump(
         tmp / "every.safetensors",
@@ -110,27 +111,8 @@ def test_bf16_model_dump_against_bf16_target(tmp_path: Path) -> None:
 # -- faults named ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def llama() -> tuple[torch.nn.Module, torch.Tensor]:
-    model = build_tiny_hf(tiny_hf_config("llama", num_layers=6, hidden_size=32), seed=7)
-    ids = torch.randint(0, 96, (1, 6), generator=torch.Generator().manual_seed(1))
-    return model, ids
-
-
-def _dump(tmp: Path, name: str, model, ids, canonical, claim, convention) -> Path:
-    states = capture_states(model, ids, canonical)
-    return write_dump(
-        tmp / name,
-        torch.cat([states[n] for n in canonical], dim=-1),
-        ids,
-        layer_ids=claim,
-        convention=convention,
-        system="test",
-    )
-
-
-def test_post_norm_segment_is_named(tmp_path: Path, llama) -> None:
-    model, ids = llama
+def test_post_norm_segment_is_named(tmp_path: Path, tiny_llama, make_dump) -> None:
+    model, ids = tiny_llama
     with torch.no_grad():
         hs = model(ids, output_hidden_states=True).hidden_states  # hs[-1] is post-norm
     path = write_dump(
@@ -152,14 +134,14 @@ def test_post_norm_segment_is_named(tmp_path: Path, llama) -> None:
     assert report.exit_code == 1
 
 
-def test_shift_names_cause_and_fix(tmp_path: Path, llama) -> None:
-    model, ids = llama
+def test_shift_names_cause_and_fix(tmp_path: Path, tiny_llama, make_dump) -> None:
+    model, ids = tiny_llama
     target = target_from_model(model, random_init=True, seed=7)
     # a drafter trained on outputs [1, 2, 4]; sglang's post-#25454 rule reads [1, 2, 4]... as
     # outputs (ids[0] == 1), so use [2, 3, 4]: read as loop indices -> canonical [1, 2, 3]
     served = resolve_claim([2, 3, 4], "sglang", 6, basis="t").expected
     assert served == (1, 2, 3)
-    path = _dump(tmp_path, "s.safetensors", model, ids, served, [2, 3, 4], "sglang")
+    path = make_dump(tmp_path, "s.safetensors", model, ids, served, [2, 3, 4], "sglang")
     contract = CaptureContract((2, 3, 4), 6, 32)
     (d,) = diagnose([read_dump(path)], target, contract=contract).dumps
     assert d.found == (1, 2, 3)
@@ -172,13 +154,13 @@ def test_shift_names_cause_and_fix(tmp_path: Path, llama) -> None:
     assert own.ok
 
 
-def test_two_dumps_same_and_different(tmp_path: Path, llama) -> None:
-    model, ids = llama
+def test_two_dumps_same_and_different(tmp_path: Path, tiny_llama, make_dump) -> None:
+    model, ids = tiny_llama
     target = target_from_model(model, random_init=True, seed=7)
-    train = _dump(tmp_path, "t.safetensors", model, ids, (0, 2, 4), [0, 2, 4], CANONICAL)
-    same = _dump(tmp_path, "s.safetensors", model, ids, (0, 2, 4), [1, 3, 5], "vllm")
-    emb = _dump(tmp_path, "e.safetensors", model, ids, (-1, 0, 2), [0, 2, 4], CANONICAL)
-    order = _dump(tmp_path, "o.safetensors", model, ids, (4, 0, 2), [4, 0, 2], CANONICAL)
+    train = make_dump(tmp_path, "t.safetensors", model, ids, (0, 2, 4), [0, 2, 4], CANONICAL)
+    same = make_dump(tmp_path, "s.safetensors", model, ids, (0, 2, 4), [1, 3, 5], "vllm")
+    emb = make_dump(tmp_path, "e.safetensors", model, ids, (-1, 0, 2), [0, 2, 4], CANONICAL)
+    order = make_dump(tmp_path, "o.safetensors", model, ids, (4, 0, 2), [4, 0, 2], CANONICAL)
 
     ok = diagnose([read_dump(train), read_dump(same)], target)
     assert ok.comparison is not None and ok.comparison.same and ok.exit_code == 0
@@ -202,9 +184,9 @@ def test_two_dumps_same_and_different(tmp_path: Path, llama) -> None:
     assert reordered.to_dict()["comparison"]["same"] is False
 
 
-def test_wrong_target_is_said(tmp_path: Path, llama) -> None:
-    model, ids = llama
-    path = _dump(tmp_path, "d.safetensors", model, ids, (0, 2), [0, 2], CANONICAL)
+def test_wrong_target_is_said(tmp_path: Path, tiny_llama, make_dump) -> None:
+    model, ids = tiny_llama
+    path = make_dump(tmp_path, "d.safetensors", model, ids, (0, 2), [0, 2], CANONICAL)
     other = build_tiny_hf(tiny_hf_config("llama", num_layers=6, hidden_size=32), seed=8)
     (d,) = diagnose([read_dump(path)], target_from_model(other, random_init=True, seed=8)).dumps
     assert d.found == (None, None)
@@ -219,8 +201,10 @@ def test_wrong_target_is_said(tmp_path: Path, llama) -> None:
         ({"vocab": 500}, "outside the target's vocabulary of 96"),
     ],
 )
-def test_dump_target_mismatch(tmp_path: Path, llama, mutate: dict, expect: str) -> None:
-    model, _ = llama
+def test_dump_target_mismatch(
+    tmp_path: Path, tiny_llama, make_dump, mutate: dict, expect: str
+) -> None:
+    model, _ = tiny_llama
     h = mutate.get("hidden_size", 32)
     ids = torch.tensor([[1, 2, mutate.get("vocab", 3)]])
     path = write_dump(

@@ -1,0 +1,56 @@
+"""Fixtures shared across the test rooms: a tiny random-init llama and dumps captured from it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:  # imported lazily: tests/engines run this conftest in the engines' own venvs
+    import torch
+
+MakeDump = Callable[..., Path]
+
+
+@pytest.fixture(scope="module")
+def tiny_llama() -> tuple[torch.nn.Module, torch.Tensor]:
+    """A 6-layer, 32-wide random-init llama (seed 7) and one sequence of 6 seeded tokens."""
+    from eagle3_contracts.capture.introspect import seeded_input_ids
+    from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
+
+    model = build_tiny_hf(tiny_hf_config("llama", num_layers=6, hidden_size=32), seed=7)
+    return model, seeded_input_ids(96, 1, 6, seed=1)
+
+
+@pytest.fixture(scope="session")
+def make_dump() -> MakeDump:
+    """``make_dump(tmp, name, model, ids, canonical, claim, convention)``: write a dump holding
+    the canonical states ``canonical`` of ``model`` on ``ids``, in that order, claiming ``claim``
+    in ``convention``."""
+    import torch
+
+    from eagle3_contracts.capture.hooks import capture_states
+    from eagle3_contracts.dumps.format import write_dump
+
+    def make(
+        tmp: Path,
+        name: str,
+        model: torch.nn.Module,
+        ids: torch.Tensor,
+        canonical: Sequence[int],
+        claim: Sequence[int],
+        convention: str,
+    ) -> Path:
+        states = capture_states(model, ids, canonical)
+        return write_dump(
+            tmp / name,
+            torch.cat([states[n] for n in canonical], dim=-1),
+            ids,
+            layer_ids=claim,
+            convention=convention,
+            system="test",
+        )
+
+    return make
