@@ -173,7 +173,10 @@ class Session:
         return handles, restore
 
     def _keep(self, t: torch.Tensor) -> torch.Tensor:
-        return t[: self.settings.guard_tokens].detach().to("cpu", copy=True)
+        start = time.perf_counter()
+        kept = t[: self.settings.guard_tokens].detach().to("cpu", copy=True)
+        self.seconds += time.perf_counter() - start
+        return kept
 
     def _on_input(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.forwards += 1
@@ -301,6 +304,7 @@ class Session:
         )
 
     def guard(self, captured: torch.Tensor) -> None:
+        start = time.perf_counter()
         recorded = Recorded(dict(self.states), self.num_layers, self.final_norm)
         found = identify_recorded(captured.detach().to("cpu"), recorded, self.hidden_size)
         self.verdict = judge(
@@ -310,10 +314,12 @@ class Session:
             fc_states=self.fc_states,
             where=self.where,
         )
+        cost = self.seconds + time.perf_counter() - start  # hooks, copies, identification
+        line = f"{self.verdict.line} [guard: {cost * 1e3:.1f} ms in this prefill]"
         if self.verdict.ok:
-            self.log.info("%s", self.verdict.line)
+            self.log.info("%s", line)
             return
-        self.log.warning("%s", self.verdict.line)
+        self.log.warning("%s", line)
         if self.settings.strict:
             raise WiringMismatch(self.verdict.line)
 
