@@ -8,18 +8,17 @@ One declaration validates (``CaptureContract(...)`` raises ``ContractError`` on 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.layer_ids import check_layer_id, check_num_layers, describe
+from eagle3_contracts.layer_ids import check_id_count, check_layer_id, check_num_layers, describe
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 Order = Literal["ascending", "as_listed"]
-ORDERS: tuple[str, ...] = get_args(Order)
+ORDERS: tuple[Order, ...] = get_args(Order)
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,19 @@ class CaptureContract:
 
     def __post_init__(self) -> None:
         ids = self.layer_ids
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            raise ContractError(
-                f"layer_ids must be a list of integer layer ids, got {ids!r}", field="layer_ids"
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)):
+            kind = type(ids).__name__
+            why = (
+                "it has no order, and the order is what a contract fixes"
+                if isinstance(ids, (set, frozenset, dict))
+                else "give the ids themselves"
             )
+            raise ContractError(
+                f"layer_ids must be a list or tuple of integer layer ids, got a {kind} ({why}); "
+                f"e.g. (2, 30, 58)",
+                field="layer_ids",
+            )
+        check_id_count(len(ids))
         ids = tuple(ids)
         object.__setattr__(self, "layer_ids", ids)
         num_layers = check_num_layers(self.num_layers)
@@ -217,8 +225,18 @@ class CaptureContract:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> CaptureContract:
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise ContractError(
+                f"from_json takes the JSON text (str or bytes), got {type(text).__name__}; "
+                f"use from_dict for parsed data",
+                field="contract",
+            )
         try:
             data = json.loads(text)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ContractError(f"contract is not valid JSON: {exc}", field="contract") from None
+        except RecursionError:
+            raise ContractError(
+                "contract nests JSON too deep; a contract is one flat object", field="contract"
+            ) from None
         return cls.from_dict(data)

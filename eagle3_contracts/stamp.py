@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3_contracts._io import read_json_file
 from eagle3_contracts.errors import ConfigError
 
 STAMP_KEY = "eagle3_contract"
@@ -117,14 +118,8 @@ def _config_path(draft: str | os.PathLike[str]) -> Path:
 
 
 def _load_config(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError("no such file", source=str(path)) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(
-            f"unreadable JSON: {' '.join(str(exc).split())}", source=str(path)
-        ) from None
+    # a regular file, size- and depth-bounded: a FIFO, /dev/zero or deep JSON (issue 12)
+    data = read_json_file(path, what="draft config")
     if not isinstance(data, dict):
         raise ConfigError(
             f"a drafter config is a JSON object, got {type(data).__name__}", source=str(path)

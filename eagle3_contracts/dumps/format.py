@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from eagle3_contracts._io import load_json, regular_file
 from eagle3_contracts.errors import DumpError, one_line
+from eagle3_contracts.layer_ids import MAX_LAYER_IDS
 
 if TYPE_CHECKING:
     import torch
@@ -743,11 +744,17 @@ def _non_finite(t: torch.Tensor) -> tuple[int, set[str]]:
 def _check_claim(layer_ids: Any, source: str) -> tuple[int, ...]:
     if isinstance(layer_ids, (str, bytes)) or not isinstance(layer_ids, Sequence):
         raise DumpError(
-            f"layer_ids must be a list of integer layer ids, got {layer_ids!r}", source=source
+            f"layer_ids must be a list of integer layer ids, got {_short(layer_ids)}",
+            source=source,
+        )
+    if len(layer_ids) > MAX_LAYER_IDS:
+        raise DumpError(
+            f"layer_ids lists {len(layer_ids)} ids, over the limit of {MAX_LAYER_IDS}",
+            source=source,
         )
     if not layer_ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in layer_ids):
         raise DumpError(
-            f"layer_ids must be a non-empty list of integers, got {list(layer_ids)!r}",
+            f"layer_ids must be a non-empty list of integers, got {_short(list(layer_ids))}",
             source=source,
         )
     return tuple(layer_ids)
@@ -759,6 +766,10 @@ def _json(meta: Mapping[str, str], key: str, source: str) -> Any:
     except ValueError:
         raise DumpError(
             f"metadata {key} is not valid JSON: {meta[key][:60]!r}", source=source
+        ) from None
+    except RecursionError:
+        raise DumpError(
+            f"metadata {key} nests JSON too deep; it holds a flat list", source=source
         ) from None
 
 
