@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def _hypothesis_setup_hook() -> None:
     try:
@@ -25,4 +27,4 @@ def _hypothesis_setup_hook() -> None:
     register_random(_TORCH_RANDOM.setdefault("r", _TorchRandom()))
 
 
-_TORCH_RANDOM: dict[str, object] = {}
+_TORCH_RANDOM: dict[str, Any] = {}  # the one adapter instance (register_random keeps a weak ref)

@@ -77,7 +77,7 @@ class ModelCase:
     @property
     def family(self) -> str:
         if self.synthetic is not None:
-            variant = [self.synthetic.style]
+            variant: list[str] = [self.synthetic.style]
             if self.synthetic.position_embeddings:
                 variant.append("positions")
             if self.synthetic.embed_scale is not None:
@@ -96,6 +96,7 @@ class ModelCase:
         """The tiny ``PretrainedConfig`` of an HF case."""
         from eagle3_contracts.testing.hf_models import tiny_hf_config
 
+        assert self.hf_arch is not None, "an HF case names its architecture"
         return tiny_hf_config(
             self.hf_arch, num_layers=self.hf_num_layers, hidden_size=self.hf_hidden_size
         )
@@ -114,6 +115,7 @@ class ModelCase:
             return self.synthetic.vocab_size
         from eagle3_contracts.testing.hf_models import hf_spec
 
+        assert self.hf_arch is not None, "an HF case names its architecture"
         return int(hf_spec(self.hf_arch).small["vocab_size"])
 
     def contract(self) -> CaptureContract:
@@ -130,7 +132,8 @@ class ModelCase:
             return build_synthetic(self.synthetic, dtype=dtype, device=device)
         from eagle3_contracts.testing.hf_models import build_tiny_hf
 
-        return build_tiny_hf(self._hf_config(), seed=self.seed).to(device=device, dtype=dtype)
+        model: nn.Module = build_tiny_hf(self._hf_config(), seed=self.seed)
+        return model.to(device=device, dtype=dtype)
 
     def inputs(self, device: str = "cpu") -> tuple[Tensor, Tensor | None]:
         """``(input_ids [B, T], attention_mask or None)`` drawn from ``input_seed`` on the CPU."""

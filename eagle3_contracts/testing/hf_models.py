@@ -151,7 +151,8 @@ def build_tiny_hf(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    return model.to(dtype).eval().requires_grad_(False)
+    ready: PreTrainedModel = model.to(dtype).eval().requires_grad_(False)
+    return ready
 
 
 def entry_transform(arch: str) -> str | None:

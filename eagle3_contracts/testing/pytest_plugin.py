@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 GPU_MARKER = "eagle3_gpu"
 GPU_REASON = f"{GPU_MARKER}: no CUDA device available (torch.cuda.is_available() is False)"
 CUBLAS_WORKSPACE = ":4096:8"
-TINY_TARGET = {"num_layers": 6, "hidden_size": 32, "vocab_size": 64, "seed": 0}
+TINY_TARGET: dict[str, Any] = {"num_layers": 6, "hidden_size": 32, "vocab_size": 64, "seed": 0}
 TINY_CONTRACT_IDS = (1, 3, 5)
 
 
@@ -215,7 +215,7 @@ class DrafterServeItem(pytest.Item):
         self.system = system
 
     def _target(self) -> Path | None:
-        configured = self.config.getini("eagle3_target").strip()
+        configured = str(self.config.getini("eagle3_target")).strip()
         if configured:
             return self.config.rootpath / configured
         sibling = self.path.parent / "target.json"

@@ -28,7 +28,7 @@ from eagle3_contracts.errors import ContractError
 
 Style = Literal["residual", "fused"]
 State = Union[Tensor, tuple[Tensor, Union[Tensor, None]]]  # noqa: UP007 - readable alias
-STYLES: tuple[str, ...] = ("residual", "fused")
+STYLES: tuple[Style, ...] = ("residual", "fused")
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,8 @@ class Attention(nn.Module):
         q, k, v = (y.transpose(1, 2) for y in (q, k, v))
         scores = q @ k.transpose(-1, -2) / math.sqrt(h // self.num_heads) + bias
         out = scores.softmax(-1) @ v
-        return self.o(out.transpose(1, 2).reshape(b, t, h))
+        projected: Tensor = self.o(out.transpose(1, 2).reshape(b, t, h))
+        return projected
 
 
 class MLP(nn.Module):
@@ -130,7 +131,8 @@ class MLP(nn.Module):
         self.down = nn.Linear(2 * hidden_size, hidden_size, bias=False)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down(nn.functional.gelu(self.up(x)))
+        down: Tensor = self.down(nn.functional.gelu(self.up(x)))
+        return down
 
 
 class _Block(nn.Module):
@@ -208,9 +210,10 @@ class SyntheticTarget(nn.Module):
         """Run layer ``i`` on ``state`` (through ``__call__``, so hooks fire)."""
         layer = self.layers[i]
         if self.config.style == "fused":
-            hidden, residual = state  # type: ignore[misc]
-            return layer(hidden, residual, attention_mask=attention_mask)
-        out = layer(state, attention_mask=attention_mask)
+            hidden, residual = state
+            fused: State = layer(hidden, residual, attention_mask=attention_mask)
+            return fused
+        out: Tensor | tuple[Tensor, ...] = layer(state, attention_mask=attention_mask)
         return out[0] if isinstance(out, tuple) else out
 
     def stream(self, state: State) -> Tensor:
@@ -222,7 +225,8 @@ class SyntheticTarget(nn.Module):
 
     def finish(self, state: State) -> Tensor:
         """The final norm of the stream (what ``forward`` returns)."""
-        return self.norm(self.stream(state))
+        normed: Tensor = self.norm(self.stream(state))
+        return normed
 
     def forward(
         self,
