@@ -2,12 +2,13 @@
 
 One declaration validates (``CaptureContract(...)`` raises ``ContractError`` on bad fields,
 ``contract.validate(tensor)`` checks a captured tensor's width), generates hypothesis data
-(``CaptureContract.strategy()``) and gives examples (``CaptureContract.examples()``).
+(``CaptureContract.strategy()``) and lists the contracts of published drafters (``CaptureContract.published()``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -55,16 +56,20 @@ class CaptureContract:
 
     def __post_init__(self) -> None:
         ids = self.layer_ids
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)):
-            kind = type(ids).__name__
-            why = (
-                "it has no order, and the order is what a contract fixes"
-                if isinstance(ids, (set, frozenset, dict))
-                else "give the ids themselves"
-            )
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
             raise ContractError(
-                f"layer_ids must be a list or tuple of integer layer ids, got a {kind} ({why}); "
-                f"e.g. (2, 30, 58)",
+                f"layer_ids must be a list of integer layer ids, got {ids!r}", field="layer_ids"
+            )
+        if isinstance(ids, (Set, Mapping)):
+            raise ContractError(
+                f"layer_ids must be a list or tuple, got a {type(ids).__name__}: it has no "
+                f"order, and the order is what a contract fixes; e.g. (2, 30, 58)",
+                field="layer_ids",
+            )
+        if not isinstance(ids, Sequence):
+            raise ContractError(
+                f"layer_ids must be a list or tuple, got a one-shot {type(ids).__name__}; pass "
+                f"tuple(...) of it",
                 field="layer_ids",
             )
         check_id_count(len(ids))
@@ -177,7 +182,21 @@ class CaptureContract:
 
     @classmethod
     def examples(cls) -> tuple[CaptureContract, ...]:
-        """Real-world contracts (public facts): Kimi-K2.5, Llama-3.1-8B, Qwen3-235B, gpt-oss."""
+        """Deprecated name of ``published()`` (it returns fixed contracts, not examples drawn
+        for a test)."""
+        import warnings
+
+        warnings.warn(
+            "CaptureContract.examples() is renamed CaptureContract.published()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return cls.published()
+
+    @classmethod
+    def published(cls) -> tuple[CaptureContract, ...]:
+        """The contracts of published drafters (public facts): Kimi-K2.5, Llama-3.1-8B,
+        Qwen3-235B, gpt-oss-120b. Fixed values; ``strategy()`` generates contracts."""
         return (
             cls((2, 30, 58), num_layers=61, hidden_size=7168),  # Kimi-K2.5 drafter
             cls((1, 15, 28), num_layers=32, hidden_size=4096),  # Llama-3.1-8B, EAGLE default

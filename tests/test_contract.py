@@ -101,5 +101,5 @@ def test_bad_json(text: str) -> None:
 
 
 def test_examples_are_valid() -> None:
-    kimi = CaptureContract.examples()[0]
+    kimi = CaptureContract.published()[0]
     assert (kimi.layer_ids, kimi.num_layers, kimi.hidden_size) == ((2, 30, 58), 61, 7168)

@@ -13,9 +13,10 @@ from typing import TypeVar
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from eagle3_contracts.contract import ORDERS, CaptureContract
+from eagle3_contracts.contract import ORDERS, CaptureContract, Order
 from eagle3_contracts.layer_ids import EMBEDDING
 from eagle3_contracts.parallel.partition import LayerPartition
+from eagle3_contracts.testing.strategies import as_strategy as _s
 
 T = TypeVar("T")
 
@@ -25,8 +26,6 @@ ANY_ORDER = st.sampled_from(ORDERS)
 ANY_BOOL = st.booleans()
 
 
-def _s(value: T | SearchStrategy[T]) -> SearchStrategy[T]:
-    return value if isinstance(value, SearchStrategy) else st.just(value)
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def pipeline_layouts(
     pp_size: int | SearchStrategy[int] = STAGE_COUNTS,
     stage_size: int | SearchStrategy[int] = STAGE_SIZES,
     hidden_size: int | SearchStrategy[int] = 16,
-    order: str | SearchStrategy[str] = ANY_ORDER,
+    order: Order | SearchStrategy[Order] = ANY_ORDER,
     every_stage: bool | SearchStrategy[bool] = ANY_BOOL,
 ) -> SearchStrategy[Layout]:
     """A partition and a contract: with ``every_stage`` one id per stage at least, plus any of

@@ -1,30 +1,43 @@
-"""Hypothesis entry point: register torch's global RNG so hypothesis seeds and restores it."""
+"""Hypothesis entry point: let hypothesis seed and restore torch's global RNG, lazily.
+
+The entry point runs in every process that imports hypothesis, including downstream projects
+that never touch torch, so it must not import torch (about 230 MB and a NumPy warning where
+numpy is absent). It registers an adapter that does nothing until torch has been imported by
+someone else, and from then on seeds, saves and restores torch's global generator.
+"""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
-def _hypothesis_setup_hook() -> None:
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency, but stay importable
-        return
-    from hypothesis import register_random
+class _LazyTorchRandom:
+    """``random.Random``-like view of torch's global generator, active once torch is imported."""
 
-    class _TorchRandom:
-        """Adapter exposing torch's global generator through the ``random.Random`` protocol."""
+    @staticmethod
+    def _torch() -> Any:
+        return sys.modules.get("torch")
 
-        def seed(self, seed: int) -> None:
+    def seed(self, seed: int) -> None:
+        torch = self._torch()
+        if torch is not None:
             torch.manual_seed(seed)
 
-        def getstate(self) -> object:
-            return torch.random.get_rng_state()
+    def getstate(self) -> object:
+        torch = self._torch()
+        return None if torch is None else torch.random.get_rng_state()
 
-        def setstate(self, state: object) -> None:
-            torch.random.set_rng_state(state)  # type: ignore[arg-type]
+    def setstate(self, state: object) -> None:
+        torch = self._torch()
+        if torch is not None and state is not None:
+            torch.random.set_rng_state(state)
 
-    register_random(_TORCH_RANDOM.setdefault("r", _TorchRandom()))
+
+_TORCH_RANDOM = _LazyTorchRandom()  # hypothesis keeps a weak reference; this keeps it alive
 
 
-_TORCH_RANDOM: dict[str, Any] = {}  # the one adapter instance (register_random keeps a weak ref)
+def _hypothesis_setup_hook() -> None:
+    from hypothesis import register_random
+
+    register_random(_TORCH_RANDOM)

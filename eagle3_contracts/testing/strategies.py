@@ -7,18 +7,20 @@ package's ``hypothesis`` entry point (``eagle3_contracts.testing._hypothesis``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import torch
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from eagle3_contracts.contract import ORDERS, CaptureContract
+from eagle3_contracts.contract import ORDERS, CaptureContract, Order
 from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
-from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import check_num_layers
 from eagle3_contracts.testing.synthetic import (
     STYLES,
+    Style,
     SyntheticConfig,
     SyntheticTarget,
     build_synthetic,
@@ -63,9 +65,63 @@ __all__ = [
 ]
 
 
-def _s(value: T | SearchStrategy[T]) -> SearchStrategy[T]:
+def as_strategy(value: T | SearchStrategy[T]) -> SearchStrategy[T]:
     """A strategy for ``value``: itself if it is one, else ``just(value)``."""
     return value if isinstance(value, SearchStrategy) else st.just(value)
+
+
+_s = as_strategy  # short name inside this module and eagle3_contracts.parallel.strategies
+
+Check = Callable[[Any], str | None]
+
+
+def _arg(name: str, value: T | SearchStrategy[T], check: Check) -> SearchStrategy[T]:
+    """``value`` as a strategy, checked: a plain value now (``InvalidArgument`` naming
+    ``name`` when the strategy is built), a strategy's values when they are drawn."""
+    if isinstance(value, SearchStrategy):
+
+        def checked(drawn: T) -> T:
+            problem = check(drawn)
+            if problem:
+                raise InvalidArgument(f"{name}={drawn!r} (drawn from its strategy) {problem}")
+            return drawn
+
+        return value.map(checked)
+    problem = check(value)
+    if problem:
+        raise InvalidArgument(f"{name}={value!r} {problem}")
+    return st.just(value)
+
+
+def _count(minimum: int) -> Check:
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer >= {minimum}"
+        return None if value >= minimum else f"must be >= {minimum}"
+
+    return check
+
+
+def _flag(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be True or False"
+
+
+def _one_of(options: tuple[Any, ...]) -> Check:
+    def check(value: Any) -> str | None:
+        return None if value in options else f"must be one of {', '.join(map(repr, options))}"
+
+    return check
+
+
+def _or_none(check: Check) -> Check:
+    return lambda value: None if value is None else check(value)
+
+
+def _sizes(min_size: Any, max_size: Any) -> tuple[SearchStrategy[int], SearchStrategy[int]]:
+    low, high = _arg("min_size", min_size, _count(1)), _arg("max_size", max_size, _count(1))
+    if isinstance(min_size, int) and isinstance(max_size, int) and min_size > max_size:
+        raise InvalidArgument(f"min_size={min_size} must be <= max_size={max_size}")
+    return low, high
 
 
 # -- layer ids and contracts --------------------------------------------------------------
@@ -79,18 +135,33 @@ def layer_ids(
 ) -> SearchStrategy[tuple[int, ...]]:
     """Unique canonical ids valid for ``num_layers`` (``-1`` only with ``allow_embedding``).
 
-    Sizes are clamped to the ids available, so any depth >= 1 works.
+    Arguments are checked when the strategy is built (``InvalidArgument`` naming the
+    argument); ``min_size`` more ids than the depth has is an error, never clamped.
+    ``max_size`` is an upper bound: a shallow target may give fewer ids (every id it has).
     """
+    depths = _arg("num_layers", num_layers, _count(1))
+    low_sizes, high_sizes = _sizes(min_size, max_size)
+    embeddings, sorts = (
+        _arg("allow_embedding", allow_embedding, _flag),
+        _arg("sorted_", sorted_, _flag),
+    )
 
     @st.composite
     def draw(data: st.DrawFn) -> tuple[int, ...]:
-        n = check_num_layers(data(_s(num_layers)))
-        low = -1 if data(_s(allow_embedding)) else 0
+        n = check_num_layers(data(depths))
+        low = -1 if data(embeddings) else 0
         available = n - low
-        lo = max(1, min(data(_s(min_size)), available))
-        hi = max(lo, min(data(_s(max_size)), available))
-        ids = data(st.lists(st.integers(low, n - 1), min_size=lo, max_size=hi, unique=True))
-        return tuple(sorted(ids)) if data(_s(sorted_)) else tuple(ids)
+        lo, hi = data(low_sizes), data(high_sizes)
+        if lo > hi:
+            raise InvalidArgument(f"min_size={lo} must be <= max_size={hi} (drawn)")
+        if lo > available:
+            raise InvalidArgument(
+                f"min_size={lo} ids do not exist for num_layers={n} (there are {available})"
+            )
+        ids = data(
+            st.lists(st.integers(low, n - 1), min_size=lo, max_size=min(hi, available), unique=True)
+        )
+        return tuple(sorted(ids)) if data(sorts) else tuple(ids)
 
     return draw()
 
@@ -106,16 +177,20 @@ def contracts(
     min_size: int | SearchStrategy[int] = 1,
     max_size: int | SearchStrategy[int] = 3,
     allow_embedding: bool | SearchStrategy[bool] = True,
-    order: str | SearchStrategy[str] = ANY_ORDER,
+    order: Order | SearchStrategy[Order] = ANY_ORDER,
 ) -> SearchStrategy[CaptureContract]:
     """Valid ``CaptureContract`` objects (also ``CaptureContract.strategy(**kwargs)``).
 
     ``layer_ids`` fixes the ids (value or strategy); by default they are drawn for the depth.
     """
+    depths = _arg("num_layers", num_layers, _count(1))
+    widths = _arg("hidden_size", hidden_size, _count(1))
+    orders = _arg("order", order, _one_of(ORDERS))
+    _sizes(min_size, max_size)
 
     @st.composite
     def draw(data: st.DrawFn) -> CaptureContract:
-        n = data(_s(num_layers))
+        n = data(depths)
         ids = (
             data(
                 _ids_strategy(
@@ -125,7 +200,7 @@ def contracts(
             if layer_ids is None
             else tuple(data(_s(layer_ids)))
         )
-        return CaptureContract(ids, n, data(_s(hidden_size)), data(_s(order)))
+        return CaptureContract(ids, n, data(widths), data(orders))
 
     return draw()
 
@@ -137,7 +212,7 @@ def synthetic_configs(
     hidden_size: int | SearchStrategy[int] = SMALL_WIDTHS,
     vocab_size: int | SearchStrategy[int] = 64,
     seed: int | SearchStrategy[int] = SEEDS,
-    style: str | SearchStrategy[str] = ANY_STYLE,
+    style: Style | SearchStrategy[Style] = ANY_STYLE,
     position_embeddings: bool | SearchStrategy[bool] = BOOLEANS,
     embed_scale: float | SearchStrategy[float | None] | None = EMBED_SCALES,
     max_positions: int | SearchStrategy[int] = 64,
@@ -145,26 +220,35 @@ def synthetic_configs(
 ) -> SearchStrategy[SyntheticConfig]:
     """``SyntheticConfig`` objects over every variant (``tuple_outputs`` drawn for the
     residual style unless given)."""
+    args = {
+        "num_layers": _arg("num_layers", num_layers, _count(1)),
+        "hidden_size": _arg("hidden_size", hidden_size, _count(1)),
+        "vocab_size": _arg("vocab_size", vocab_size, _count(1)),
+        "seed": _arg("seed", seed, _count(0)),
+        "position_embeddings": _arg("position_embeddings", position_embeddings, _flag),
+        "max_positions": _arg("max_positions", max_positions, _count(1)),
+    }
+    styles = _arg("style", style, _one_of(STYLES))
+    tuple_flags = _arg("tuple_outputs", tuple_outputs, _or_none(_flag))
+
+    def _scale(value: Any) -> str | None:
+        ok = value is None or (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+        )
+        return None if ok else "must be None or a number > 0"
+
+    scales = _arg("embed_scale", embed_scale, _scale)
 
     @st.composite
     def draw(data: st.DrawFn) -> SyntheticConfig:
-        chosen_style = data(_s(style))
-        tuples = (
-            data(_s(tuple_outputs))
-            if tuple_outputs is not None
-            else chosen_style == "residual" and data(st.booleans())
-        )
-        h = data(_s(hidden_size))
-        scale = data(_s(embed_scale))
+        chosen_style: Style = data(styles)
+        drawn = data(tuple_flags)
+        tuples = drawn if drawn is not None else chosen_style == "residual" and data(st.booleans())
+        scale = data(scales)
         return SyntheticConfig(
-            num_layers=data(_s(num_layers)),
-            hidden_size=h,
-            vocab_size=data(_s(vocab_size)),
-            seed=data(_s(seed)),
+            **{name: data(strategy) for name, strategy in args.items()},
             style=chosen_style,
-            position_embeddings=data(_s(position_embeddings)),
             embed_scale=scale if scale is None else float(scale),
-            max_positions=data(_s(max_positions)),
             tuple_outputs=tuples,
         )
 
@@ -190,10 +274,15 @@ def token_batches(
     seq_len: int | SearchStrategy[int] = SEQ_LENS,
 ) -> SearchStrategy[torch.Tensor]:
     """``[B, T]`` int64 token ids in ``[0, vocab_size)``."""
+    vocabs = _arg("vocab_size", vocab_size, _count(1))
+    batches, lengths = (
+        _arg("batch_size", batch_size, _count(1)),
+        _arg("seq_len", seq_len, _count(1)),
+    )
 
     @st.composite
     def draw(data: st.DrawFn) -> torch.Tensor:
-        v, b, t = data(_s(vocab_size)), data(_s(batch_size)), data(_s(seq_len))
+        v, b, t = data(vocabs), data(batches), data(lengths)
         flat = data(st.lists(st.integers(0, v - 1), min_size=b * t, max_size=b * t))
         return torch.tensor(flat, dtype=torch.long).view(b, t)
 
@@ -209,13 +298,16 @@ def padded_batches(
     pad_id: int = 0,
 ) -> SearchStrategy[tuple[torch.Tensor, torch.Tensor, tuple[int, ...]]]:
     """``(input_ids, attention_mask, lengths)``: sequences of random lengths padded to ``T``."""
+    sides = _arg("side", side, _one_of(("right", "left")))
+    _arg("pad_id", pad_id, _count(0))
+    token_batches(vocab_size, batch_size=batch_size, seq_len=seq_len)  # checks those arguments
 
     @st.composite
     def draw(data: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, tuple[int, ...]]:
         ids = data(token_batches(vocab_size, batch_size=batch_size, seq_len=seq_len))
         b, t = ids.shape
         lengths = tuple(data(st.integers(1, t)) for _ in range(b))
-        where = data(_s(side))
+        where = data(sides)
         mask = torch.zeros_like(ids)
         for row, n in enumerate(lengths):
             if where == "right":
@@ -247,23 +339,30 @@ def draft_configs(
     drawn (their meaning is the schema's system's); by default three ids in ``[0, L)``.
     """
 
-    if not isinstance(schema, SearchStrategy) and schema not in SCHEMAS:
-        raise ContractError(
-            f"schema must be one of {', '.join(SCHEMAS)}, got {schema!r}", field="schema"
-        )
+    schemas = _arg("schema", schema, _one_of(SCHEMAS))
+    depths = _arg("num_target_layers", num_target_layers, _count(1))
+    widths = _arg("hidden_size", hidden_size, _count(1))
+    vocabs = _arg("vocab_size", vocab_size, _count(1))
+    draft_vocabs = _arg("draft_vocab_size", draft_vocab_size, _or_none(_count(1)))
+    target_widths = _arg("target_hidden_size", target_hidden_size, _or_none(_count(1)))
 
     @st.composite
     def draw(data: st.DrawFn) -> dict[str, Any]:
-        kind = data(_s(schema))
-        n = data(_s(num_target_layers))
+        kind = data(schemas)
+        n = data(depths)
         ids = (
             data(_ids_strategy(n, min_size=3, max_size=3, allow_embedding=False, sorted_=True))
             if layer_ids is None
             else tuple(data(_s(layer_ids)))
         )
-        h, vocab = data(_s(hidden_size)), data(_s(vocab_size))
-        draft_vocab = data(_s(draft_vocab_size))
-        target_h = data(_s(target_hidden_size))
+        h, vocab = data(widths), data(vocabs)
+        draft_vocab = data(draft_vocabs)
+        target_h = data(target_widths)
+        if draft_vocab is not None and draft_vocab > vocab:
+            raise InvalidArgument(
+                f"draft_vocab_size={draft_vocab} must be <= vocab_size={vocab} (a drafter "
+                f"predicts a subset of the target's vocabulary)"
+            )
         layer = {
             "architectures": ["LlamaForCausalLMEagle3"],
             "model_type": "llama",
@@ -278,7 +377,7 @@ def draft_configs(
         }
         extra: dict[str, Any] = {}
         if draft_vocab is not None:
-            extra["draft_vocab_size"] = min(draft_vocab, vocab)
+            extra["draft_vocab_size"] = draft_vocab
         if target_h is not None:
             extra["target_hidden_size"] = target_h
         if kind == "speculators":

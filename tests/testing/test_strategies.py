@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from eagle3_contracts import CaptureContract
 from eagle3_contracts.config.readers import read_draft_config
-from eagle3_contracts.errors import ContractError
 from eagle3_contracts.testing.strategies import (
     SCHEMAS,
     contracts,
@@ -123,9 +127,61 @@ def test_draft_config_ids_can_be_fixed(config):
 
 
 def test_unknown_schema_is_refused():
-    with pytest.raises(ContractError, match="schema must be one of") as info:
+    with pytest.raises(InvalidArgument, match="schema='yaml' must be one of"):
         draft_configs("yaml")
-    assert info.value.field == "schema"
+
+
+# -- issue 13, item 6: arguments checked when the strategy is built, never clamped ----------
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: layer_ids(4, min_size=3, max_size=2), "min_size=3 must be <= max_size=2"),
+        (lambda: layer_ids(0), "num_layers=0 must be >= 1"),
+        (lambda: layer_ids(4, min_size=0), "min_size=0 must be >= 1"),
+        (lambda: layer_ids(4, sorted_="yes"), "sorted_='yes' must be True or False"),
+        (lambda: contracts(hidden_size=-8), "hidden_size=-8 must be >= 1"),
+        (lambda: contracts(order="descending"), "order='descending' must be one of"),
+        (lambda: contracts(min_size=4, max_size=1), "min_size=4 must be <= max_size=1"),
+        (lambda: token_batches(0), "vocab_size=0 must be >= 1"),
+        (lambda: token_batches(seq_len=True), "seq_len=True must be an integer"),
+        (lambda: synthetic_configs(style="fancy"), "style='fancy' must be one of"),
+        (lambda: synthetic_configs(embed_scale=-1.0), "embed_scale=-1.0 must be None"),
+        (lambda: draft_configs(num_target_layers=0), "num_target_layers=0 must be >= 1"),
+    ],
+)
+def test_bad_arguments_raise_invalid_argument_when_built(build, message):
+    with pytest.raises(InvalidArgument, match=re.escape(message)):
+        build()
+
+
+def test_more_ids_than_the_depth_has_is_an_error_not_a_clamp():
+    @settings(max_examples=2, database=None)
+    @given(layer_ids(2, min_size=4, max_size=5, allow_embedding=False))
+    def draw(ids):
+        pass
+
+    with pytest.raises(InvalidArgument, match="min_size=4 ids do not exist for num_layers=2"):
+        draw()
+
+
+def test_a_drafter_vocab_above_the_targets_is_an_error_not_a_clamp():
+    @settings(max_examples=2, database=None)
+    @given(draft_configs(vocab_size=100, draft_vocab_size=200))
+    def draw(config):
+        pass
+
+    with pytest.raises(InvalidArgument, match="draft_vocab_size=200 must be <= vocab_size=100"):
+        draw()
+
+
+def test_drawn_arguments_are_checked_too():
+    @settings(max_examples=2, database=None)
+    @given(contracts(hidden_size=st.just(0)))
+    def draw(contract):
+        pass
+
+    with pytest.raises(InvalidArgument, match=r"hidden_size=0 .drawn from its strategy. must be"):
+        draw()
 
 
 # -- torch's RNG is managed by hypothesis (the package's `hypothesis` entry point) -----------
@@ -134,8 +190,22 @@ def test_torch_rng_is_registered_with_hypothesis():
 
     from eagle3_contracts.testing._hypothesis import _TORCH_RANDOM
 
-    assert "r" in _TORCH_RANDOM
-    assert _TORCH_RANDOM["r"] in list(RANDOMS_TO_MANAGE.values())
+    assert _TORCH_RANDOM in list(RANDOMS_TO_MANAGE.values())
+
+
+def test_loading_hypothesis_does_not_import_torch():
+    """issue 12: the entry point runs in every downstream process that imports hypothesis."""
+    code = (
+        "import sys, hypothesis\n"
+        "from hypothesis import given, strategies as st\n"
+        "given(st.integers())(lambda x: None)()\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "from hypothesis.internal.entropy import RANDOMS_TO_MANAGE\n"
+        "from eagle3_contracts.testing._hypothesis import _TORCH_RANDOM\n"
+        "assert _TORCH_RANDOM in list(RANDOMS_TO_MANAGE.values())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 def test_torch_rng_is_seeded_per_example_and_restored_afterwards():
