@@ -140,7 +140,7 @@ def hf_hidden_states(model, input_ids, ids):
 LOOPS: dict[str, tuple[str, Loop]] = {
     # name: (layer style the system runs, its native loop)
     "hf-hidden-states": ("residual", hf_hidden_states),
-    "specforge": ("residual", specforge),
+    "specforge-hf": ("residual", specforge),
     "eagle-reference": ("residual", eagle_reference),
     "sglang-legacy": ("fused", sglang_legacy),
     "sglang": ("fused", sglang),

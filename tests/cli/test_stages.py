@@ -128,7 +128,8 @@ def test_sglang_capture_entering_the_next_layer_reaches_the_last_stage(capsys) -
         in out
     )
     draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [4]}}
-    target = {"num_hidden_layers": 8, "hidden_size": 16}
+    # sglang is answered for the target's model file: deepseek_v2.py (ids[0] != 1: loop indices)
+    target = {"num_hidden_layers": 8, "hidden_size": 16, "architectures": ["DeepseekV3ForCausalLM"]}
     plan = resolve(draft, target, "sglang", partition=LayerPartition((4, 4)))
     assert plan.layer_ids == (3,)
     # one layer earlier (canonical 2, loop index 3) is captured on stage 0 and lost

@@ -72,7 +72,7 @@ def test_real_model_golden(cuda: str, golden: Any) -> None:
         )
     trained_with = os.environ.get("EAGLE3_TRAINED_WITH")
     if not trained_with:
-        trained_with = "specforge"
+        trained_with = "specforge-hf"
         warnings.warn(
             "EAGLE3_TRAINED_WITH unset: the draft's ids are read as specforge reads them "
             "(recorded in the golden's draft.trained_with)",
@@ -109,9 +109,9 @@ def test_real_model_record_on_cpu(tmp_path: Path) -> None:
     build_tiny_hf(tiny_hf_config("llama", num_layers=6)).save_pretrained(model_dir)
     draft = tmp_path / "draft.json"
     draft.write_text(json.dumps({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 5]}}))
-    record = real_model_record(model_dir, draft, trained_with="specforge", device="cpu")
+    record = real_model_record(model_dir, draft, trained_with="specforge-hf", device="cpu")
     assert record["concat_order"] == [1, 2, 5]  # specforge reads output ids: canonical as-is
     assert record["model"]["family"] == "llama" and record["model"]["num_layers"] == 6
     assert identity_errors(record) == []
-    again = real_model_record(model_dir, draft, trained_with="specforge", device="cpu")
+    again = real_model_record(model_dir, draft, trained_with="specforge-hf", device="cpu")
     assert GoldenExtension().drift(again, GoldenExtension().serialize(record)) == ()
