@@ -204,3 +204,35 @@ def test_an_engine_release_as_trainer_is_its_capture() -> None:
     assert predict_training("sglang==0.5.14", nested(2, 16, 29), LLAMA) == predict_feed(
         "sglang==0.5.14", nested(2, 16, 29), LLAMA
     )
+
+
+# The registry's unversioned entries, used element-wise by stages/diagnose, must say what the
+# newest probed release feeds for the model file they describe (check answers through predict).
+REGISTRY_TIES = (
+    ("sglang", "sglang", DSV3, "nested"),  # sglang#25454 rule: deepseek_v2.py
+    ("vllm", "vllm", LLAMA, "top"),  # newest release, default runner V2: top-level ids
+    ("vllm-nested", "vllm-nested", LLAMA, "nested"),  # vllm==0.33.0:v1 reads the nested ids
+    ("sglang-legacy", "sglang-legacy", LLAMA, "nested"),  # sglang==0.5.12: +1 always
+)
+
+
+@pytest.mark.parametrize(("entry", "serve", "target", "where"), REGISTRY_TIES)
+def test_registry_entries_equal_their_release(
+    entry: str, serve: str, target: dict, where: str
+) -> None:
+    from eagle3_contracts import conventions
+
+    convention = conventions.get(entry)
+    n = target["num_hidden_layers"]
+    cases = [(2, n // 2, n - 3), (1, n // 2 - 1, n - 4), (0, 5, 9), (1, 5, 9), (3, 7, n - 1)]
+    for ids in cases:
+        draft = nested(*ids) if where == "nested" else top(*ids)
+        feed = predict_feed(serve, draft, target)
+        try:
+            expected = tuple(sorted(convention.to_canonical(ids, n)))
+        except ContractError:
+            expected = None  # the entry says some id is never captured
+        if feed.kind == "segments":
+            assert feed.canonical == expected, (entry, ids, feed.canonical, expected)
+        else:  # the release crashes (embedding + None, fc width): the entry must refuse too
+            assert expected is None or len(expected) != len(ids), (entry, ids, feed.crash)
