@@ -135,20 +135,20 @@ def _fc_width(
                 f"{name} takes {got} inputs ({hint}) but {k} ids x target hidden {h} = {want}",
             )
         return DrafterCheck("fc-width", OK, f"{name} takes {got} = {k} x {h} (from the weights)")
-    per = draft.fc_hidden_size
-    if per is None:
+    sized = draft.fc_hidden_size
+    if sized is None:
         return DrafterCheck(
             "fc-width",
             SKIPPED,
             "the draft config gives neither target_hidden_size nor hidden_size; pass --weights "
             "to read fc.weight",
         )
-    if per != h:
+    if sized != h:
         field = "target_hidden_size" if draft.target_hidden_size is not None else "hidden_size"
         return DrafterCheck(
             "fc-width",
             ERROR,
-            f"fc is sized {k} x {per} from the draft's {field} = {per}, but the target's hidden "
+            f"fc is sized {k} x {sized} from the draft's {field} = {sized}, but the target's hidden "
             f"size is {h}: set target_hidden_size = {h} (sglang#24620)",
         )
     how = "target_hidden_size" if draft.target_hidden_size is not None else "hidden_size"

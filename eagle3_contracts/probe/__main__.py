@@ -120,7 +120,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
     def precedence(version: str) -> list[str] | None:
         try:
-            return _probe(spec.name, version, args.cache)["id_source"]["precedence"]
+            order: list[str] = _probe(spec.name, version, args.cache)["id_source"]["precedence"]
+            return order
         except fetch.FetchError as exc:
             print(f"skip {version}: {exc}", file=sys.stderr)
             return None

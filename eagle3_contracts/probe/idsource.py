@@ -139,7 +139,7 @@ def _read_sites(func: ast.FunctionDef) -> list[dict[str, Any]]:
     sites = []
     for n in ast.walk(func):
         form = _site_form(n)
-        if form:
+        if form and isinstance(n, (ast.expr, ast.stmt)):
             sites.append({"form": form, "line": n.lineno})
     return sorted(sites, key=lambda s: (s["line"], s["form"]))
 
@@ -147,7 +147,7 @@ def _read_sites(func: ast.FunctionDef) -> list[dict[str, Any]]:
 def _statement_lists(node: ast.AST) -> list[list[ast.stmt]]:
     """Every statement list in ``node``; a ``try`` whose body reads the key counts as one
     statement (its handler is the reader's fallback and belongs to the snippet)."""
-    lists = []
+    lists: list[list[ast.stmt]] = []
     for sub in ast.walk(node):
         for name in ("body", "orelse", "finalbody"):
             value = getattr(sub, name, None)
@@ -209,10 +209,10 @@ def probe_reader(func: ast.FunctionDef, class_name: str | None, file: str) -> di
         if unknown or rejection is not None:
             why = (
                 f"uses {', '.join(unknown)} computed earlier in the function"
-                if unknown
+                if unknown or rejection is None
                 else rejection.construct
             )
-            line = span[0].lineno if unknown else rejection.line
+            line = span[0].lineno if unknown or rejection is None else rejection.line
             row["needs_reading"] = f"{file}:{line}: {why}"
             return row
         compiled = compile_snippet(span, tuple(free), target, source_name=file)

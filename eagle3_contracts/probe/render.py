@@ -44,7 +44,8 @@ def placement_of(table: dict[str, Any], key: str) -> dict[str, Any] | None:
     ref = table["classes"][key]["placement"]
     if "ambiguous" in ref:
         return None
-    return table["model_files"][ref["file"]]["placement"][ref["forward"]]
+    placement: dict[str, Any] = table["model_files"][ref["file"]]["placement"][ref["forward"]]
+    return placement
 
 
 def elements_of(table: dict[str, Any], key: str, case: str, num_layers: int) -> Any:

@@ -165,9 +165,9 @@ def classify_set_rule(outcomes: dict[tuple[int, str], Outcome]) -> str | None:
     """The one named rule explaining every explicit-id grid point where the code does not raise
     (raising points are listed separately, as ``raises_on``), else None."""
     points = [
-        (n, grid_ids(n)[case], out)
+        (n, ids, out)
         for (n, case), out in outcomes.items()
-        if grid_ids(n)[case] is not None and out.raises is None
+        if (ids := grid_ids(n)[case]) is not None and out.raises is None
     ]
     if not points:
         return None

@@ -214,7 +214,8 @@ def compile_pure(func: ast.FunctionDef, *, source_name: str) -> Callable[..., An
     namespace = _sandbox_globals()
     code = compile(ast.Module(body=[clean], type_ignores=[]), source_name, "exec")
     exec(code, namespace)  # defines the function only; nothing in its body runs here
-    return namespace["_probed"]
+    probed: Callable[..., Any] = namespace["_probed"]
+    return probed
 
 
 def compile_snippet(

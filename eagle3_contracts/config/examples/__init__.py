@@ -26,7 +26,7 @@ def manifest(name: str) -> dict[str, Any]:
     if name not in names():
         raise ConfigError(f"unknown example {name!r}; known: {', '.join(names())}", field="example")
     folder = _ROOT / name
-    data = json.loads((folder / "example.json").read_text())
+    data: dict[str, Any] = json.loads((folder / "example.json").read_text())
     data["target"] = str(folder / data["target"])
     data["drafts"] = [str(folder / d) for d in data["drafts"]]
     return data
