@@ -10,7 +10,7 @@ so the offline suite tests it on synthetic tensors.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -149,8 +149,10 @@ def judge(
     claim: str,
     fc_states: int | None,
     where: str,
+    fix: Callable[[Sequence[int], int], str] = vllm_fix,
 ) -> GuardVerdict:
-    """Turn an identification into the verdict line.
+    """Turn an identification into the verdict line (``fix``: the engine's setting that feeds
+    the trained ids; vLLM's by default, the SGLang hooks pass theirs).
 
     ``expected``: the trained canonical ids (``None``: unknown, said in ``claim``);
     ``fc_states``: how many segments the drafter's fc was built for; ``where``:
@@ -206,5 +208,5 @@ def judge(
         fed,
         expected,
         f"{head}: MISMATCH: the drafter's fc receives [{shown}], trained on "
-        f"{list(expected)} ({claim}): {'; '.join(problems)}; fix: {vllm_fix(expected, n)}",
+        f"{list(expected)} ({claim}): {'; '.join(problems)}; fix: {fix(expected, n)}",
     )

@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import os
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import torch
 
+HIDDEN = 32
 SEQ_LEN = 7  # != 2: a [T, H] tensor unpacked as a pair must not silently succeed
 VOCAB = 96
 
@@ -66,7 +69,7 @@ def _cfg(model_type: str, num_layers: int, **values: Any) -> Any:
 
 
 _DENSE: dict[str, Any] = {
-    "hidden_size": 32,
+    "hidden_size": HIDDEN,
     "intermediate_size": 64,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
@@ -150,6 +153,7 @@ def _gpt_oss(n: int) -> Any:
         num_local_experts=4,
         num_experts_per_tok=2,
         sliding_window=16,
+        swiglu_limit=7.0,  # transformers < 5.1x has no such field; SGLang reads it
         layer_types=["sliding_attention", "full_attention"] * (n // 2)
         + ["sliding_attention"] * (n % 2),
         architectures=["GptOssForCausalLM"],
@@ -164,6 +168,11 @@ def _gemma3(n: int) -> Any:
         head_dim=8,
         sliding_window=16,
         query_pre_attn_scalar=8,
+        # 0.5.12 gemma3_causal.py:584 reads a "factor" for full attention: linear x1 == default
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 1.0, "rope_theta": 1000000.0},
+        },
         architectures=["Gemma3ForCausalLM"],
     )
 
@@ -193,7 +202,15 @@ def release() -> str:
 _READY = False
 
 
-def init_runtime(master_port: int = 29731) -> None:
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def init_runtime() -> None:
     """World-size-1 gloo groups and the SDPA attention stand-in (idempotent, once per process)."""
     global _READY
     if _READY:
@@ -202,7 +219,7 @@ def init_runtime(master_port: int = 29731) -> None:
         raise HarnessError("set SGLANG_USE_CPU_ENGINE=1 before importing sglang")
     for key, value in {
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(master_port),
+        "MASTER_PORT": str(_free_port()),  # suites of several releases may run at once
         "RANK": "0",
         "WORLD_SIZE": "1",
         "LOCAL_RANK": "0",
@@ -217,15 +234,20 @@ def init_runtime(master_port: int = 29731) -> None:
             world_size=1, rank=0, local_rank=0, backend="gloo"
         )
     args = ServerArgs(model_path="dummy", tp_size=1, pp_size=1, device="cpu")
-    try:
-        from sglang.srt import runtime_context as rc  # >= 0.5.2x: a runtime context
+    try:  # >= 0.5.2x publishes ServerArgs to a runtime context before the groups exist
+        from sglang.srt import runtime_context as rc
     except ImportError:
         rc = None
-    if rc is not None:
+    published = rc is not None and hasattr(rc, "publish")
+    if published:
         rc.reset_context()
-        rc.publish(args, role="test", ranks=rc.SpawnRanks(world_rank=0))
-        if parallel_state._WORLD is not None:
-            rc.get_parallel().override_permanently(world_group=parallel_state._WORLD)
+        if "ranks" in inspect.signature(rc.publish).parameters:  # 0.5.2x
+            rc.publish(args, role="test", ranks=rc.SpawnRanks(world_rank=0))
+        else:  # 0.5.17
+            rc.publish(args, role="test")
+        parallel = rc.get_parallel()
+        if parallel_state._WORLD is not None and hasattr(type(parallel), "override_permanently"):
+            parallel.override_permanently(world_group=parallel_state._WORLD)  # 0.5.2x
     else:
         from sglang.srt import server_args as sa
 
@@ -234,9 +256,27 @@ def init_runtime(master_port: int = 29731) -> None:
             setter(args)
     if not parallel_state.model_parallel_is_initialized():
         parallel_state.initialize_model_parallel(backend="gloo")
+    from sglang.srt.layers import dp_attention
+
+    init_dp = getattr(dp_attention, "initialize_dp_attention", None)
+    if init_dp is not None and getattr(dp_attention, "_ATTN_DP_SIZE", 1) is None:
+        # releases whose dp-attention globals are set by the model runner: set them here
+        model = SimpleNamespace(
+            hidden_size=HIDDEN, dtype=torch.float32, hf_config=SimpleNamespace()
+        )
+        init_dp(args, model)
     _patch_attention()
     _publish_forward_context()
     _READY = True
+
+
+def _no_cache(*args: Any, **kwargs: Any) -> None:
+    return None  # one EXTEND from position 0: attention reads k and v directly
+
+
+_NO_KV_POOL = SimpleNamespace(
+    dtype=torch.float32, set_kv_buffer=_no_cache, set_mla_kv_buffer=_no_cache
+)
 
 
 def _publish_forward_context() -> None:
@@ -247,12 +287,7 @@ def _publish_forward_context() -> None:
         from sglang.srt.model_executor import forward_context
     except ImportError:
         return
-    from types import SimpleNamespace
-
-    def no_cache(*args: Any, **kwargs: Any) -> None:
-        return None  # one EXTEND from position 0: attention reads k and v directly
-
-    pool = SimpleNamespace(dtype=torch.float32, set_kv_buffer=no_cache, set_mla_kv_buffer=no_cache)
+    pool = _NO_KV_POOL
     backend = SimpleNamespace(
         token_to_kv_pool=pool,
         req_to_token_pool=None,
@@ -339,6 +374,7 @@ def forward_batch(input_ids: torch.Tensor, *, capture: bool) -> Any:
         "extend_num_tokens": t,
         "extend_logprob_start_lens_cpu": [t],
         "capture_hidden_mode": CaptureHiddenMode.FULL if capture else CaptureHiddenMode.NULL,
+        "token_to_kv_pool": _NO_KV_POOL,  # releases before the forward context read it here
     }
     names = {f.name for f in dataclasses.fields(ForwardBatch)}
     return ForwardBatch(**{k: v for k, v in values.items() if k in names})
@@ -505,7 +541,7 @@ def crash_class(exc: BaseException) -> str:
         return "embedding-residual-none"
     if isinstance(exc, ValueError) and "unpack" in text:
         return "no-aux-states"
-    if isinstance(exc, RuntimeError) and "aux hidden states" in text and "captured" in text:
+    if "aux hidden states" in text and "captured" in text:  # RuntimeError; 0.5.17: assert
         return "aux-count-short"
     return f"other:{type(exc).__name__}"
 
@@ -539,6 +575,16 @@ def observe(pair: Pair, ids: Sequence[int] | None) -> Observed:
     found = identify_segments(captured[None].float(), pair.hf, pair.input_ids[None])
     labels = tuple(s.label for s in found)
     return Observed(given, "segments", found.layer_ids, None, None, labels)
+
+
+def observe_raising(pair: Pair, ids: Sequence[int] | None) -> Any:
+    """Setter and forward as ``observe`` does, but any exception propagates (the guard's)."""
+    _restore(pair.pristine)
+    pair.sglang.set_eagle3_layers_to_capture(None if ids is None else list(ids))
+    with torch.no_grad():
+        return pair.sglang(
+            pair.input_ids, torch.arange(SEQ_LEN), forward_batch(pair.input_ids, capture=True)
+        )
 
 
 def _aux_requested(model: Any) -> bool:

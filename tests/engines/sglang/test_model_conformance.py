@@ -32,7 +32,19 @@ pytestmark = pytest.mark.engine
 L = 6
 MODEL_FILES = tuple(c.model_file for c in harness.MODEL_CASES)
 
-CANNOT_RUN: dict[tuple[str, str], str] = {}
+CANNOT_RUN: dict[tuple[str, str], str] = {
+    ("0.5.12", "gpt_oss.py"): "its MoE weight loader (fused_moe_triton/layer.py:531 _load_w2) "
+    "narrows dim 2 of a 2-D expert tensor: the transformers-5 GptOss state dict is not the "
+    "layout it loads (IndexError: Dimension out of range)",
+    **{
+        (release, "gemma3_causal.py"): "its output differs from HF transformers' Gemma3 "
+        "(the release's pinned 5.x) from layer 0 on, final state off by 3.76, while 0.5.23 "
+        "matches to 1e-6: no capture can be identified (HarnessError). Suspected: its own "
+        "Gemma3RotaryEmbedding reads a flat rope_parameters, transformers 5 nests it per "
+        "layer type; not isolated"
+        for release in ("0.5.12", "0.5.13", "0.5.14", "0.5.17")
+    },
+}
 """(release, model file) -> why the release's class cannot be built or run on CPU here."""
 
 # -1, 0, L-1, L and past L; duplicates and unsorted lists come from lists of these.
@@ -57,13 +69,20 @@ GRID: tuple[tuple[int, ...] | None, ...] = (
 
 
 def _pair(state: dict[str, Any], model_file: str) -> harness.Pair:
+    """The built pair (once per session); a CANNOT_RUN entry must still fail to build."""
     release = state["release"]
     why = CANNOT_RUN.get((release, model_file))
-    if why is not None:
-        pytest.xfail(f"sglang {release} {model_file} cannot run on CPU here: {why}")
     if model_file not in state["pairs"]:
-        state["pairs"][model_file] = harness.build_pair(harness.BY_FILE[model_file], L)
-    pair: harness.Pair = state["pairs"][model_file]
+        try:
+            state["pairs"][model_file] = harness.build_pair(harness.BY_FILE[model_file], L)
+        except Exception as exc:
+            if why is None:
+                raise
+            state["pairs"][model_file] = f"{type(exc).__name__}: {exc}"
+    pair = state["pairs"][model_file]
+    if isinstance(pair, str):
+        pytest.xfail(f"sglang {release} {model_file} cannot run on CPU here: {why} ({pair})")
+    assert why is None, f"sglang {release} {model_file} now builds: remove it from CANNOT_RUN"
     return pair
 
 

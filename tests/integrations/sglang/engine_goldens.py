@@ -81,57 +81,12 @@ class Disagreement:
     applies: Callable[[Mapping[str, Any], Outcome, Outcome], bool]
 
 
-def _empty_collection_crashes(record: Mapping[str, Any], obs: Outcome, pred: Outcome) -> bool:
-    return obs["crash"] == "no-aux-states" and pred == {
-        "kind": "segments",
-        "canonical": [],
-        "crash": None,
-    }
-
-
-def _qwen3_moe_setter(record: Mapping[str, Any], obs: Outcome, pred: Outcome) -> bool:
-    if record["serve"] != "sglang==0.5.23" or record["model_file"] != "qwen3_moe.py":
-        return False
-    ids = record.get("explicit_ids") or []
-    if obs["crash"] == "setter-index-error":
-        return pred["kind"] == "unknown"
-    return pred["kind"] == "segments" and any(i <= -2 for i in ids)  # layers[-1]: wraps
-
-
-def _deepseek_packer(record: Mapping[str, Any], obs: Outcome, pred: Outcome) -> bool:
-    return (
-        record["serve"] == "sglang==0.5.23"
-        and record["model_file"] == "deepseek_v2.py"
-        and obs["crash"] == "aux-count-short"
-        and pred["kind"] == "segments"
-    )
-
-
-DISAGREEMENTS: tuple[Disagreement, ...] = (
-    Disagreement(
-        "D1 sglang-empty-collection-crashes",
-        "When a model collects no state, its ForCausalLM.forward unpacks `hidden_states, aux = "
-        "hidden_states` from the bare [T, H] tensor the inner model returned: ValueError at the "
-        "target's first forward (sglang 0.5.23 llama.py:621, qwen2.py:579, qwen3.py:622, "
-        "deepseek_v2.py:3419, gemma3_causal.py:785; 0.5.12 llama.py:534). The registry "
-        "predicts an empty collection (and an fc-width crash at the drafter).",
-        _empty_collection_crashes,
-    ),
-    Disagreement(
-        "D2 sglang-0.5.23-qwen3-moe-setter",
-        "qwen2_moe.py:1153-1156 (0.5.23) flags self.layers[id + 1]: IndexError for id >= L-1, "
-        "and id <= -2 wraps to a layer from the end (Python indexing). The registry answers "
-        "'unknown' / leaves negative elements uncollected.",
-        _qwen3_moe_setter,
-    ),
-    Disagreement(
-        "D3 sglang-0.5.23-deepseek-aux-packer",
-        "deepseek_v2.py:3175 (0.5.23) packs into AuxHiddenStatePacker(len(layers_to_capture)); "
-        "finalize() (3245) raises 'captured k of n' when duplicates or unreachable boundaries "
-        "leave fewer states than ids. The registry predicts the collected subset.",
-        _deepseek_packer,
-    ),
-)
+DISAGREEMENTS: tuple[Disagreement, ...] = ()
+"""Open disagreements. Resolved in the registry (predict_feed) from these observations:
+D1 ``no-aux-states`` (an empty collection crashes the target's forward: sglang 0.5.23
+llama.py:621, 0.5.12 llama.py:534), D2 ``setter-index-error`` (0.5.23 qwen2_moe.py:1153-1156
+flags ``self.layers[id + 1]``; negative ids wrap), D3 ``aux-count-short`` (0.5.23
+deepseek_v2.py:3175 sizes the packer by ``len(layers_to_capture)``)."""
 
 
 def explained_by(record: Mapping[str, Any], obs: Outcome, pred: Outcome) -> Disagreement | None:

@@ -1,0 +1,63 @@
+"""SGLang: dump and guard what a live server feeds an EAGLE-3 drafter, through ``--forward-hooks``.
+
+The extension point is SGLang's own: ``ServerArgs.forward_hooks`` (``--forward-hooks JSON``),
+present in every wheel we run (0.5.12 ``server_args.py:848``, 0.5.13 ``:885``, 0.5.14
+``:2444``, 0.5.17 ``:3421``, 0.5.23 ``arg_groups/fields/observability.py:231``). Each model
+runner (every scheduler process, every TP rank) calls
+``model_executor/hook_manager.py`` ``register_forward_hooks(model, specs)``: for each spec it
+imports ``hook_factory``, calls it with ``config`` and registers the returned hook on every
+module whose name matches ``target_modules`` (fnmatch).
+
+``eagle3-contracts sglang-launch -- <sglang args>`` adds the specs below and runs
+``python -m sglang.launch_server``; or pass ``forward_hooks_json()`` yourself. The hooks do
+nothing unless the environment asks, with the variables of the vLLM plugin:
+
+* ``EAGLE3_CONTRACTS_DUMP=DIR``: at the first prefill that collects aux states, write a dump
+  (``eagle3_contracts.dumps.format``) of exactly what the target hands the drafter (the
+  ``aux_hidden_states`` argument of the target's ``logits_processor``, concatenated), with the
+  token ids and metadata (release, model file, the model's ``layers_to_capture``).
+* ``EAGLE3_CONTRACTS_GUARD=warn|strict``: in that same forward, the target's residual stream
+  after every decoder layer (and the embedding) is recorded by hooks on ``model.layers.<i>``
+  and ``model.embed_tokens``, and each segment of the drafter input is identified against it.
+  One log line, ``OK`` / ``MISMATCH`` (with the ids that fix it for this release) /
+  ``UNJUDGED``; ``strict`` raises ``WiringMismatch`` in the scheduler, which stops the server.
+
+The claim comes from the drafter's stamp (``config.json`` of the draft model path the launcher
+saw), else ``EAGLE3_CONTRACTS_TRAINED_WITH``. Anything that goes wrong is one warning line and
+serving continues, unless the guard is ``strict``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+HOOK_FACTORY = "eagle3_contracts.integrations.sglang.hooks:hook_factory"
+LAYER_PATTERNS = ("model.layers.[0-9]", "model.layers.[0-9][0-9]", "model.layers.[0-9][0-9][0-9]")
+"""Decoder layers only (``*`` in fnmatch would also match their submodules)."""
+
+
+def forward_hooks(draft_path: str | None = None) -> list[dict[str, Any]]:
+    """The ``--forward-hooks`` specs: embedding, decoder layers, the target's logits processor."""
+    config = {"draft_path": draft_path}
+    roles = (
+        ("embedding", ["model.embed_tokens"]),
+        ("layers", list(LAYER_PATTERNS)),
+        ("logits", ["logits_processor"]),
+    )
+    return [
+        {
+            "name": f"eagle3-contracts-{role}",
+            "target_modules": patterns,
+            "hook_factory": HOOK_FACTORY,
+            "config": {**config, "role": role},
+        }
+        for role, patterns in roles
+    ]
+
+
+def forward_hooks_json(draft_path: str | None = None) -> str:
+    return json.dumps(forward_hooks(draft_path))
+
+
+__all__ = ["HOOK_FACTORY", "forward_hooks", "forward_hooks_json"]
