@@ -42,6 +42,11 @@ SERVING: tuple[str, ...] = ("sglang", "vllm", "trtllm")
 their newest probed releases (``conventions.predict``), answered for the target's model file
 and, for vLLM, the release's default model runner."""
 
+CONVENTION_RELEASES: dict[str, str] = {"speculators==0.9.0": "speculators"}
+"""Releases whose reading is exactly a registry entry, checked in that wheel (speculators 0.9.0
+``speculators/models/utils.py:99-139`` ``resolve_target_layer_ids``: default [2, L//2, L-3],
+distinct ids within [0, L], as boundaries)."""
+
 LEGACY_NAMES: dict[str, str] = {"specforge": "specforge-hf"}
 """Element-wise readings under an older name: ``get("specforge")`` is the HF-backend reading
 (``specforge-hf``). What a SpecForge *release* trained on depends on the target's model file and
@@ -74,6 +79,7 @@ READINGS: dict[str, Convention] = {
 }
 
 __all__ = [
+    "CONVENTION_RELEASES",
     "LEGACY_NAMES",
     "READINGS",
     "REGISTRY",
@@ -119,6 +125,14 @@ def get(
         )
     key = name.strip()
     key = LEGACY_NAMES.get(key, key)
+    key = CONVENTION_RELEASES.get(key.replace(" ", ""), key)
+    if key.split("==", 1)[0] in {v for v in CONVENTION_RELEASES.values()} and "==" in key:
+        known = ", ".join(CONVENTION_RELEASES)
+        raise ContractError(
+            f"{key!r} has not been checked; checked releases: {known} (or the unversioned "
+            f"{key.split('==', 1)[0]!r} entry)",
+            field="convention",
+        )
     if key in REGISTRY:
         return REGISTRY[key]
     if key in READINGS:

@@ -236,3 +236,12 @@ def test_registry_entries_equal_their_release(
             assert feed.canonical == expected, (entry, ids, feed.canonical, expected)
         else:  # the release crashes (embedding + None, fc width): the entry must refuse too
             assert expected is None or len(expected) != len(ids), (entry, ids, feed.crash)
+
+
+def test_checked_convention_releases() -> None:
+    """--trained-with speculators==0.9.0: its reading, checked in that wheel, is the entry."""
+    from eagle3_contracts import conventions
+
+    assert conventions.get("speculators==0.9.0") is conventions.get("speculators")
+    with pytest.raises(ContractError, match="speculators==0.9.0"):
+        conventions.get("speculators==0.8.0")
