@@ -23,6 +23,7 @@ from typing import Any, TypeGuard
 import torch
 from torch import Tensor, nn
 
+from eagle3_contracts.capture.inputs import check_input_ids, check_model, known_vocab_size
 from eagle3_contracts.contract import ORDERS
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, check_layer_id
@@ -295,6 +296,8 @@ def capture_hidden_states(
         raise ContractError(
             f"order must be one of {', '.join(ORDERS)}, got {order!r}", field="order"
         )
+    check_model(model)
+    check_input_ids(input_ids, vocab_size=known_vocab_size(model))
     states = capture_states(
         model,
         input_ids,

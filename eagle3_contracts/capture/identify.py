@@ -32,6 +32,12 @@ from eagle3_contracts.capture.hooks import (
     forward_until,
     layer_hooks,
 )
+from eagle3_contracts.capture.inputs import (
+    check_captured,
+    check_input_ids,
+    check_model,
+    known_vocab_size,
+)
 from eagle3_contracts.capture.introspect import hidden_size as model_hidden_size
 from eagle3_contracts.capture.introspect import input_embeddings
 from eagle3_contracts.errors import ContractError
@@ -198,6 +204,9 @@ def identify_segments(
     ``input_ids`` / ``attention_mask`` must be those the capture ran on; only real tokens
     (mask 1) are compared. ``rtol`` defaults by the lower-precision dtype of capture and model.
     """
+    check_captured(captured)
+    check_model(model)
+    check_input_ids(input_ids, vocab_size=known_vocab_size(model))
     layers = decoder_layers(model, layers_path)
     num_layers = len(layers)
     h = hidden_size if hidden_size is not None else model_hidden_size(model)

@@ -25,6 +25,12 @@ from eagle3_contracts.capture.identify import (
     identify_segments,
     rel_error,
 )
+from eagle3_contracts.capture.inputs import (
+    check_capture_fn,
+    check_input_ids,
+    check_model,
+    known_vocab_size,
+)
 from eagle3_contracts.capture.introspect import hidden_size, seeded_input_ids, vocab_size
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.differences import Difference, FindingKind, classify
@@ -228,6 +234,8 @@ def verify_capture(
     a batch of equal-length sequences (also reported).
     """
     notes: list[str] = []
+    check_capture_fn(capture_fn)
+    check_model(model)
     hidden = _check_target(model, contract, layers_path)
     input_ids = _check_input_ids(model, input_ids, notes)
     alone_ids = input_ids[:1]
@@ -257,7 +265,13 @@ def verify_capture(
         Check(
             "batch invariance",
             not batch_findings,
-            "; ".join(batch_findings) or "each sequence alone equals it inside a padded batch",
+            "; ".join(batch_findings)
+            or (
+                "each sequence alone equals it inside a padded batch"
+                if _accepts_mask(capture_fn)
+                else "each sequence alone equals it inside an unpadded batch (capture_fn "
+                "takes no attention_mask)"
+            ),
         )
     )
     failed = [c for c in checks if not c.ok]
@@ -300,6 +314,7 @@ def _check_input_ids(model: nn.Module, input_ids: Tensor | None, notes: list[str
     if input_ids is None:
         input_ids = default_input_ids(model)
         notes.append(f"input_ids not given: used {tuple(input_ids.shape)} seeded random tokens")
+    check_input_ids(input_ids, vocab_size=known_vocab_size(model))
     if input_ids.dim() != 2 or input_ids.shape[0] < 2 or input_ids.shape[1] < PAD + 2:
         raise ContractError(
             f"input_ids must be [B >= 2, T >= {PAD + 2}] (batch invariance needs two "
