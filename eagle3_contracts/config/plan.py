@@ -477,7 +477,7 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
     if not raw:
         return ()
     if verdict is not None and verdict[0] in (FindingKind.UNKNOWN, FindingKind.UNSUPPORTED):
-        fix_ids, fix = None, f"no fix: {verdict[1]}"
+        fix_ids, fix = None, f"none: the row is {verdict[0].value}"
     elif served.feed is not None:
         fix_ids, fix = _release_fix(trained, served)
     else:
@@ -515,12 +515,7 @@ def _release_verdict(
     if served.kind == "unsupported":
         return (FindingKind.UNSUPPORTED, f"unsupported: {served.source}", (), None)
     if served.kind == "unknown":
-        return (
-            FindingKind.UNKNOWN,
-            f"unknown: {why(served)} (needs reading at {served.source})",
-            (),
-            None,
-        )
+        return (FindingKind.UNKNOWN, f"unknown: needs reading at {served.source}", (), None)
     if trained.refused or served.refused or trained.kind != "segments" or served.feed is None:
         return None
     if served.kind == "crash":

@@ -444,7 +444,11 @@ class _Context:
                     f"model file chosen from text_config.model_type {target.text_model_type!r}"
                 )
                 return key
-        given = ", ".join(target.architectures) or target.model_type or "no architectures"
+        given = ", ".join(target.architectures) or (
+            f"model_type {target.model_type!r}"
+            if target.model_type
+            else "a target with neither architectures nor model_type"
+        )
         return self._unknown(
             f"{self.release} has no probed model file for {given}: the target's class is not "
             "in the release's registry table (give the target's config.json with architectures)",
