@@ -300,6 +300,19 @@ def render_drift(drifts: Sequence[Drift]) -> list[str]:
     return [head, *(f"  {d}" for d in shown)]
 
 
+def _user_matcher(matcher: Any) -> Any:
+    """The caller's matcher: syrupy always passes a wrapper closing over the assertion, whose
+    ``_matcher`` is what the user gave (``None`` when nothing)."""
+    for cell in getattr(matcher, "__closure__", None) or ():
+        try:
+            owner = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if hasattr(owner, "_matcher") and hasattr(owner, "_exclude"):
+            return owner._matcher
+    return matcher
+
+
 def _parse(text: Any) -> tuple[dict[str, Any] | None, str]:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
@@ -357,6 +370,24 @@ class GoldenExtension(SingleFileSnapshotExtension):
         include: PropertyFilter | None = None,
         matcher: PropertyMatcher | None = None,
     ) -> str:
+        """The golden JSON of ``data``. syrupy's ``exclude``/``include``/``matcher`` are refused
+        loudly (``TypeError``): a golden compares identity and order exactly and statistics by
+        dtype, so silently dropping or rewriting properties would pass what must fail."""
+        given = [
+            name
+            for name, value in (
+                ("exclude", exclude),
+                ("include", include),
+                ("matcher", _user_matcher(matcher)),
+            )
+            if value is not None
+        ]
+        if given:
+            raise TypeError(
+                f"{type(self).__name__} does not apply syrupy's {'/'.join(given)}: a golden "
+                f"records identity and order exactly and compares statistics by dtype; drop "
+                f"{'/'.join(given)}, or remove the fields from the record before asserting"
+            )
         return dumps(to_record(data))
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:

@@ -61,3 +61,30 @@ def test_a_refused_golden_write_leaves_the_existing_golden_byte_identical(
 
     monkeypatch.setenv("DEMO_IDENTIFIED", "3")  # and the kept golden still passes
     _run(project).assert_outcomes(passed=1)
+
+
+FILTERED_TEST = """
+from syrupy.filters import props
+
+
+def test_filtered(eagle3_golden):
+    assert {"a": 1, "b": 2} == eagle3_golden(exclude=props("b"))
+"""
+
+
+def test_syrupy_filters_and_matchers_are_refused_loudly(project: pytest.Pytester) -> None:
+    """issue 13, item 5: exclude/include/matcher used to be ignored silently."""
+    (project.path / "tests" / "test_demo.py").write_text(FILTERED_TEST)
+    result = _run(project, "--snapshot-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*GoldenExtension does not apply syrupy's exclude*"])
+    assert not (project.path / "goldens").exists()
+
+
+def test_a_plain_assertion_is_not_refused() -> None:
+    from eagle3_contracts.testing.goldens import GoldenExtension
+
+    text = GoldenExtension().serialize({"a": 1}, matcher=None)
+    assert '"a": 1' in text
+    with pytest.raises(TypeError, match="does not apply syrupy's matcher"):
+        GoldenExtension().serialize({"a": 1}, matcher=lambda data, path: data)
