@@ -77,8 +77,17 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.check import check_drafter
 
     if args.list:
+        from eagle3_contracts.conventions.predict import TRAINER_DEFAULTS
+        from eagle3_contracts.conventions.releases import known_releases
+
         for name in conventions.names():
             print(conventions.get(name).summary())
+        for framework, versions in known_releases().items():
+            print(
+                f"{framework} releases (probed; unversioned '{framework}' = {versions[-1]}): "
+                + ", ".join(versions)
+            )
+        print("trainer releases: " + ", ".join(TRAINER_DEFAULTS.values()))
         print("examples: " + ", ".join(examples.names()))
         return 0
     draft, target, trained_with = args.draft, args.target, args.trained_with
