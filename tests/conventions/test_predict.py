@@ -243,5 +243,5 @@ def test_checked_convention_releases() -> None:
     from eagle3_contracts import conventions
 
     assert conventions.get("speculators==0.9.0") is conventions.get("speculators")
-    with pytest.raises(ContractError, match="speculators==0.9.0"):
+    with pytest.raises(ContractError, match=r"speculators==0\.9\.0"):
         conventions.get("speculators==0.8.0")
