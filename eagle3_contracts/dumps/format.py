@@ -725,10 +725,11 @@ def _non_finite(t: torch.Tensor) -> tuple[int, set[str]]:
     """How many values of ``t`` are NaN or inf, and which of the two occur, in chunks."""
     import torch
 
-    flat = t.reshape(-1)  # a view: dumped states are contiguous
+    rows = t.reshape(-1, t.shape[-1]) if t.dim() else t.reshape(1, 1)  # a view: segments of
+    step = max(1, VALUE_CHUNK // max(1, rows.shape[-1]))  # a concatenated dump are strided
     bad, kinds = 0, set()
-    for start in range(0, flat.numel(), VALUE_CHUNK):
-        chunk = flat[start : start + VALUE_CHUNK]
+    for start in range(0, rows.shape[0], step):
+        chunk = rows[start : start + step]
         finite = torch.isfinite(chunk)
         if bool(finite.all()):
             continue
