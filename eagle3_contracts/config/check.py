@@ -179,6 +179,17 @@ class CheckReport:
 
     def render_text(self) -> str:
         """The human matrix: system, canonical layers fed, verdict, fix."""
+        show_config = len({r.config for r in self.rows}) > 1
+        show_reading = len(self.readings) > 1
+        lines = self._head_lines()
+        lines.append("")
+        lines += self._table_lines(show_config, show_reading)
+        lines += self._detail_lines(show_config, show_reading)
+        lines += self._tail_lines()
+        return "\n".join(lines)
+
+    def _head_lines(self) -> list[str]:
+        """Title, draft and target, and what the drafter was trained on (each reading)."""
         t = self.target
         show = (lambda p: Path(p).name) if self.title else (lambda p: p)
         lines = [f"{self.title}"] if self.title else []
@@ -200,9 +211,10 @@ class CheckReport:
                 "AMBIGUOUS: no --trained-with, and the ids mean different layers under each "
                 "reading; pass --trained-with SYSTEM"
             )
-        lines.append("")
-        show_config = len({r.config for r in self.rows}) > 1
-        show_reading = len(self.readings) > 1
+        return lines
+
+    def _table_lines(self, show_config: bool, show_reading: bool) -> list[str]:
+        """The matrix: one row per (config, reading, system)."""
         header = (["config"] if show_config else []) + (["reading"] if show_reading else [])
         header += ["system", "answered for", "layers fed (canonical)", "verdict", "fix"]
         table = [tuple(header)]
@@ -217,40 +229,40 @@ class CheckReport:
             fix = r.fix_label()
             cells = ([r.config] if show_config else []) + ([r.reading] if show_reading else [])
             table.append((*cells, r.system, _answered_for(r.plan), fed, r.verdict, fix))
-        lines += text_table(table)
+        return text_table(table)
+
+    def _detail_lines(self, show_config: bool, show_reading: bool) -> list[str]:
+        """Per row with something to say: findings, assumptions, notes, stages, the fix."""
         detail = [r for r in self.rows if r.findings or r.plan.notes or r.plan.assumptions]
-        if detail:
-            lines.append("")
-            lines.append("details:")
+        lines = ["", "details:"] if detail else []
         for r in detail:
             where = " / ".join(x for x in (r.config if show_config else "", r.system) if x)
             if show_reading:
                 where = f"{r.reading}: {where}"
             lines.append(f"  {where}")
-            for f in r.findings:
-                lines.append(f"    - {f.message}")
-            for a in r.plan.assumptions:
-                lines.append(f"    * assumed: {a}")
-            for note in r.plan.notes:
-                lines.append(f"    * {note}")
+            lines += [f"    - {f.message}" for f in r.findings]
+            lines += [f"    * assumed: {a}" for a in r.plan.assumptions]
+            lines += [f"    * {note}" for note in r.plan.notes]
             if r.stages:
                 owned = ", ".join(f"{n}@stage{s}" for n, s in r.stages)
                 lines.append(f"    * pipeline stages owning each id: {owned}")
             if r.findings:
                 lines.append(f"    fix: {r.fix}")
+        return lines
+
+    def _tail_lines(self) -> list[str]:
+        """The drafter's own checks, notes, and the result line."""
+        lines = []
         if self.drafter:
-            lines.append("")
-            lines.append("drafter:")
-            for c in self.drafter:
-                lines.append(f"  {c.status:<8} {c.name}: {c.message}")
-        for note in self.notes:
-            lines.append(f"note: {note}")
+            lines += ["", "drafter:"]
+            lines += [f"  {c.status:<8} {c.name}: {c.message}" for c in self.drafter]
+        lines += [f"note: {note}" for note in self.notes]
         lines.append("")
         verdict = "OK" if self.ok else "MISMATCH"
         if not self.ok and self.unknown_rows and all(r.ok or r.unknown for r in self.rows):
             verdict = f"UNKNOWN ({self.unknown_rows} row(s) need reading; nothing proven wrong)"
         lines.append(f"result: {verdict} (exit {self.exit_code})")
-        return "\n".join(lines)
+        return lines
 
 
 def _answered_for(plan: CapturePlan) -> str:

@@ -498,25 +498,7 @@ def _entry(
         return None
     chain: list[str] = []
     needs: list[str] = []
-    grid_from: str | None = None  # "file:Class.method" whose grid holds the capture-set elements
-    row = _function_row(functions, where, spec.setter) if where else None
-    if is_vllm and (where is None or row is None or "needs_reading" in row):
-        # SupportsEagle3.set_aux_hidden_state_layers routes to holder._set_aux_hidden_state_layers
-        chain.append(
-            "interfaces.py:SupportsEagle3.set_aux_hidden_state_layers (routing to the "
-            "inner model's _set_aux_hidden_state_layers)"
-        )
-        inner = _vllm_holder_setter(rel, file, cls, functions)
-        if inner is None:
-            needs.append("no _set_aux_hidden_state_layers found for the inner model")
-            row = None
-        else:
-            chain.append(inner[0])
-            grid_from = inner[0]
-            row = inner[1]
-    elif where is not None:
-        chain.append(f"{where[0]}:{where[1]}.{spec.setter} (line {row['line'] if row else '?'})")
-        grid_from = f"{where[0]}:{where[1]}.{spec.setter}"
+    row, grid_from = _setter_row(rel, file, cls, functions, where, chain, needs)
     selection: dict[str, Any] = {}
     if row is None or "needs_reading" in row:
         needs.append(row["needs_reading"] if row else f"{spec.setter} not found")
@@ -524,53 +506,18 @@ def _entry(
         selection = {k: row[k] for k in ("rule", "default", "last_rank_only", "raises_on")}
         delegated = [s for s in row["sinks"] if s.endswith(f".{spec.setter}()")]
         if delegated and where is not None:
-            attr = delegated[0].split(".")[1]  # self.<attr>.<setter>()
-            built_by = rel.modules[where[0]].attribute_class(where[1], attr)
-            found = rel.find_class(built_by, where[0]) if built_by else None
-            if found is None and built_by:  # self.model = language_model_cls(...)
-                found = _class_argument(rel, [(file, cls), *_bases_where(rel, file, cls)], built_by)
-            if found is None and attr == "model":
-                found = _sibling_setter(rel, where[0], where[1], functions)
-            if attr != "model":
-                sub = (
-                    _entry(rel, found[0], found[1], functions, placements, depth + 1)
-                    if found is not None and depth < 3
-                    else None
-                )
-                if sub is None:
-                    needs.append(
-                        f"delegates to self.{attr}, built by {built_by or '?'}(...): the class "
-                        f"is chosen at run time (not read statically)"
-                    )
-                    selection["delegates_to"] = attr
-                else:
-                    sub = dict(sub)
-                    sub["chain"] = [*chain, *sub["chain"]]
-                    sub["needs_reading"] = [*needs, *sub["needs_reading"]]
-                    return sub
-            else:
-                inner_where = rel.resolve_method(found[0], found[1], spec.setter) if found else None
-                inner_row = (
-                    _function_row(functions, inner_where, spec.setter) if inner_where else None
-                )
-                guarded = _hasattr_guarded(rel, where, spec.setter)
-                if found is not None and inner_where is None and guarded:
-                    chain.append(
-                        f"{found[0]}:{found[1]} has no {spec.setter}: the hasattr() test is false "
-                        f"and {where[1]} stores its own selection on self.model.layers_to_capture"
-                    )
-                elif inner_row is None or "needs_reading" in inner_row:
-                    why = inner_row.get("needs_reading") if inner_row else "not found"
-                    needs.append(f"delegates to self.model.{spec.setter} ({built_by}): {why}")
-                elif inner_where is not None:
-                    chain.append(
-                        f"{inner_where[0]}:{inner_where[1]}.{spec.setter} "
-                        f"(line {inner_row['line']}, rule {inner_row['rule']})"
-                    )
-                    if inner_row["rule"] != "identity":
-                        needs.append(f"inner setter rule {inner_row['rule']} composed with outer")
-                    if inner_row["raises_on"]:
-                        selection["inner_raises_on"] = inner_row["raises_on"]
+            sub = _delegation(
+                rel,
+                (file, cls),
+                where,
+                delegated[0],
+                functions,
+                placements,
+                depth,
+                (chain, needs, selection),
+            )
+            if sub is not None:
+                return sub
     if is_vllm:
         selection["default"] = _vllm_default(rel, file, cls, functions, chain)
     placement = _placement_of(rel, file, cls, placements)
@@ -584,6 +531,114 @@ def _entry(
         "placement": placement,
         "selection": selection,
     }
+
+
+def _setter_row(
+    rel: _Release,
+    file: str,
+    cls: str,
+    functions: dict[str, dict[str, Any]],
+    where: tuple[str, str] | None,
+    chain: list[str],
+    needs: list[str],
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The probed row of the setter a class exposes (vLLM: routed to the inner model's), and
+    the ``"file:Class.method"`` whose grid holds the capture-set elements."""
+    spec = rel.spec
+    is_vllm = spec.registry_file is not None
+    row = _function_row(functions, where, spec.setter) if where else None
+    if is_vllm and (where is None or row is None or "needs_reading" in row):
+        # SupportsEagle3.set_aux_hidden_state_layers routes to holder._set_aux_hidden_state_layers
+        chain.append(
+            "interfaces.py:SupportsEagle3.set_aux_hidden_state_layers (routing to the "
+            "inner model's _set_aux_hidden_state_layers)"
+        )
+        inner = _vllm_holder_setter(rel, file, cls, functions)
+        if inner is None:
+            needs.append("no _set_aux_hidden_state_layers found for the inner model")
+            return None, None
+        chain.append(inner[0])
+        return inner[1], inner[0]
+    if where is not None:
+        chain.append(f"{where[0]}:{where[1]}.{spec.setter} (line {row['line'] if row else '?'})")
+        return row, f"{where[0]}:{where[1]}.{spec.setter}"
+    return row, None
+
+
+def _delegation(
+    rel: _Release,
+    owner: tuple[str, str],
+    where: tuple[str, str],
+    sink: str,
+    functions: dict[str, dict[str, Any]],
+    placements: dict[str, dict[str, Any]],
+    depth: int,
+    found_so_far: tuple[list[str], list[str], dict[str, Any]],
+) -> dict[str, Any] | None:
+    """A setter that calls ``self.<attr>.<setter>()``: the entry of that class (returned, for
+    an attribute other than ``model``), or what the inner model's setter adds to this one."""
+    file, cls = owner
+    chain, needs, selection = found_so_far  # extended in place
+    attr = sink.split(".")[1]  # self.<attr>.<setter>()
+    built_by = rel.modules[where[0]].attribute_class(where[1], attr)
+    found = rel.find_class(built_by, where[0]) if built_by else None
+    if found is None and built_by:  # self.model = language_model_cls(...)
+        found = _class_argument(rel, [(file, cls), *_bases_where(rel, file, cls)], built_by)
+    if found is None and attr == "model":
+        found = _sibling_setter(rel, where[0], where[1], functions)
+    if attr == "model":
+        _inner_model_setter(rel, where, found, built_by, functions, chain, needs, selection)
+        return None
+    sub = (
+        _entry(rel, found[0], found[1], functions, placements, depth + 1)
+        if found is not None and depth < 3
+        else None
+    )
+    if sub is None:
+        needs.append(
+            f"delegates to self.{attr}, built by {built_by or '?'}(...): the class "
+            f"is chosen at run time (not read statically)"
+        )
+        selection["delegates_to"] = attr
+        return None
+    sub = dict(sub)
+    sub["chain"] = [*chain, *sub["chain"]]
+    sub["needs_reading"] = [*needs, *sub["needs_reading"]]
+    return sub
+
+
+def _inner_model_setter(
+    rel: _Release,
+    where: tuple[str, str],
+    found: tuple[str, str] | None,
+    built_by: str | None,
+    functions: dict[str, dict[str, Any]],
+    chain: list[str],
+    needs: list[str],
+    selection: dict[str, Any],
+) -> None:
+    """``self.model.<setter>()``: chain in the inner model's setter, or say why it is not read."""
+    setter = rel.spec.setter
+    inner_where = rel.resolve_method(found[0], found[1], setter) if found else None
+    inner_row = _function_row(functions, inner_where, setter) if inner_where else None
+    guarded = _hasattr_guarded(rel, where, setter)
+    if found is not None and inner_where is None and guarded:
+        chain.append(
+            f"{found[0]}:{found[1]} has no {setter}: the hasattr() test is false "
+            f"and {where[1]} stores its own selection on self.model.layers_to_capture"
+        )
+    elif inner_row is None or "needs_reading" in inner_row:
+        why = inner_row.get("needs_reading") if inner_row else "not found"
+        needs.append(f"delegates to self.model.{setter} ({built_by}): {why}")
+    elif inner_where is not None:
+        chain.append(
+            f"{inner_where[0]}:{inner_where[1]}.{setter} "
+            f"(line {inner_row['line']}, rule {inner_row['rule']})"
+        )
+        if inner_row["rule"] != "identity":
+            needs.append(f"inner setter rule {inner_row['rule']} composed with outer")
+        if inner_row["raises_on"]:
+            selection["inner_raises_on"] = inner_row["raises_on"]
 
 
 def _class_argument(
