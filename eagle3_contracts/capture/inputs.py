@@ -134,7 +134,8 @@ def check_capture_fn(fn: Any, *, argument: str = "capture_fn") -> Callable[..., 
             f"{type(fn).__name__}",
             field=argument,
         )
-    return fn
+    checked: Callable[..., Any] = fn
+    return checked
 
 
 __all__ = [

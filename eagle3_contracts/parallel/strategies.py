@@ -26,8 +26,6 @@ ANY_ORDER = st.sampled_from(ORDERS)
 ANY_BOOL = st.booleans()
 
 
-
-
 @dataclass(frozen=True)
 class Layout:
     """A partition and a contract on the same target depth."""

@@ -185,7 +185,7 @@ def contracts(
     """
     depths = _arg("num_layers", num_layers, _count(1))
     widths = _arg("hidden_size", hidden_size, _count(1))
-    orders = _arg("order", order, _one_of(ORDERS))
+    orders: SearchStrategy[Order] = _arg("order", order, _one_of(ORDERS))
     _sizes(min_size, max_size)
 
     @st.composite
@@ -220,7 +220,7 @@ def synthetic_configs(
 ) -> SearchStrategy[SyntheticConfig]:
     """``SyntheticConfig`` objects over every variant (``tuple_outputs`` drawn for the
     residual style unless given)."""
-    args = {
+    args: dict[str, SearchStrategy[Any]] = {
         "num_layers": _arg("num_layers", num_layers, _count(1)),
         "hidden_size": _arg("hidden_size", hidden_size, _count(1)),
         "vocab_size": _arg("vocab_size", vocab_size, _count(1)),
@@ -228,7 +228,7 @@ def synthetic_configs(
         "position_embeddings": _arg("position_embeddings", position_embeddings, _flag),
         "max_positions": _arg("max_positions", max_positions, _count(1)),
     }
-    styles = _arg("style", style, _one_of(STYLES))
+    styles: SearchStrategy[Style] = _arg("style", style, _one_of(STYLES))
     tuple_flags = _arg("tuple_outputs", tuple_outputs, _or_none(_flag))
 
     def _scale(value: Any) -> str | None:
