@@ -83,6 +83,9 @@ class CheckRow:
         """The matrix's fix cell: ``setting = [ids]``, the reason none exist, or ``-``."""
         if not self.findings:
             return "-"
+        kinds = {f.kind for f in self.findings}
+        if kinds & {FindingKind.UNKNOWN, FindingKind.UNSUPPORTED}:
+            return "none (see details)"
         if self.fix_native_ids is None:
             return "no native ids can fix it (see details)"
         if self.plan.read_path is not None:
@@ -272,7 +275,7 @@ def _answered_for(plan: CapturePlan) -> str:
         return "-"
     version = plan.release.split("==", 1)[1]
     runner = f":{plan.runner}" if plan.runner else ""
-    return f"{version}{runner} {plan.model_file or '?'}"
+    return f"{version}{runner} {plan.model_file or '(no model file)'}"
 
 
 def _ids(ids: Sequence[int]) -> str:
