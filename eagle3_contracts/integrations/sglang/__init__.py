@@ -33,7 +33,14 @@ import json
 from typing import Any
 
 HOOK_FACTORY = "eagle3_contracts.integrations.sglang.hooks:hook_factory"
-LAYER_PATTERNS = ("model.layers.[0-9]", "model.layers.[0-9][0-9]", "model.layers.[0-9][0-9][0-9]")
+PREFIXES = ("", "language_model.")
+"""Where the decoder sits: ``model.`` in a causal LM, ``language_model.model.`` in a wrapper
+(0.5.23 ``kimi_k25.py:693`` ``self.language_model = DeepseekV3ForCausalLM(...)``)."""
+LAYER_PATTERNS = tuple(
+    f"{prefix}model.layers.{digits}"
+    for prefix in PREFIXES
+    for digits in ("[0-9]", "[0-9][0-9]", "[0-9][0-9][0-9]")
+)
 """Decoder layers only (``*`` in fnmatch would also match their submodules)."""
 
 
@@ -41,9 +48,9 @@ def forward_hooks(draft_path: str | None = None) -> list[dict[str, Any]]:
     """The ``--forward-hooks`` specs: embedding, decoder layers, the target's logits processor."""
     config = {"draft_path": draft_path}
     roles = (
-        ("embedding", ["model.embed_tokens"]),
+        ("embedding", [f"{p}model.embed_tokens" for p in PREFIXES]),
         ("layers", list(LAYER_PATTERNS)),
-        ("logits", ["logits_processor"]),
+        ("logits", [f"{p}logits_processor" for p in PREFIXES]),
     )
     return [
         {

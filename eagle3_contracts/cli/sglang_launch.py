@@ -1,0 +1,112 @@
+"""``eagle3-contracts sglang-launch -- <sglang launch_server args>``: SGLang with dump and guard.
+
+Adds the eagle3-contracts specs to SGLang's own ``--forward-hooks`` (merged with any the
+command line already has) and replaces this process with ``python -m sglang.launch_server``.
+SGLang registers the hooks in every scheduler process (each TP rank's model runner); they act
+on ``EAGLE3_CONTRACTS_DUMP=DIR`` and ``EAGLE3_CONTRACTS_GUARD=warn|strict``, inherited from
+this environment (see ``eagle3_contracts.integrations.sglang``). The drafter's stamp is read
+from ``--speculative-draft-model-path`` (a local directory). ``--print-command`` prints the
+command instead of running it. Exit 2 on bad input; otherwise SGLang's own exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from typing import Any
+
+COMMAND = "sglang-launch"
+HELP = "run SGLang's launch_server with the eagle3-contracts dump/guard forward hooks"
+DRAFT_FLAG = "--speculative-draft-model-path"
+HOOKS_FLAG = "--forward-hooks"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--print-command",
+        action="store_true",
+        help="print the SGLang command line (with the hooks) instead of running it",
+    )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the Python that has sglang installed (default: this one)",
+    )
+    parser.add_argument(
+        "sglang_args",
+        nargs=argparse.REMAINDER,
+        help="after --: the arguments of `python -m sglang.launch_server`",
+    )
+
+
+def _take(args: list[str], flag: str) -> tuple[str | None, list[str]]:
+    """``flag VALUE`` or ``flag=VALUE`` out of ``args``: (value, the rest)."""
+    rest: list[str] = []
+    value: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == flag:
+            if i + 1 >= len(args):
+                from eagle3_contracts.cli import UsageError
+
+                raise UsageError(f"{flag} needs a value")
+            value = args[i + 1]
+            i += 2
+            continue
+        if arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    return value, rest
+
+
+def sglang_command(python: str, sglang_args: list[str]) -> list[str]:
+    """The launch_server command with our hook specs merged into ``--forward-hooks``."""
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.integrations.sglang import forward_hooks
+
+    args = list(sglang_args)
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        raise UsageError("give SGLang's launch_server arguments after --, e.g. -- --model-path M")
+    draft, _ = _take(args, DRAFT_FLAG)
+    given, args = _take(args, HOOKS_FLAG)
+    specs: list[Any] = []
+    if given is not None:
+        try:
+            specs = json.loads(given)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{HOOKS_FLAG} is not JSON: {exc}") from None
+        if not isinstance(specs, list):
+            raise UsageError(f"{HOOKS_FLAG} must be a JSON list of hook specs")
+    draft_dir = draft if draft is not None and os.path.isdir(draft) else None
+    specs += forward_hooks(draft_dir)
+    return [python, "-m", "sglang.launch_server", *args, HOOKS_FLAG, json.dumps(specs)]
+
+
+def run(args: argparse.Namespace) -> int:
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.integrations.vllm.settings import ENV_DUMP, ENV_GUARD, parse_mode
+
+    try:
+        mode = parse_mode(os.environ.get(ENV_GUARD))
+    except Exception as exc:
+        raise UsageError(str(exc)) from None
+    command = sglang_command(args.python, list(args.sglang_args))
+    if args.print_command:
+        print(shlex.join(command))
+        return 0
+    if mode is None and not os.environ.get(ENV_DUMP, "").strip():
+        print(
+            f"eagle3-contracts sglang-launch: neither {ENV_DUMP} nor {ENV_GUARD} is set: the "
+            "hooks stay inert",
+            file=sys.stderr,
+        )
+    os.execv(command[0], command)  # replaces this process: SGLang's exit code is ours
+    return 0  # pragma: no cover - execv does not return
