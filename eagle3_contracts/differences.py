@@ -119,6 +119,11 @@ def classify(
     return tuple(out)
 
 
+def shift_words(shift: int) -> str:
+    """How far a uniform shift moves every segment: ``-1`` -> ``"1 layer early"``."""
+    return f"{abs(shift)} layer{'s' * (abs(shift) != 1)} {'early' if shift < 0 else 'late'}"
+
+
 def _embedding_inserted(want: list[int | None], got: list[int | None]) -> Difference:
     p = got.index(EMBEDDING)
     rest = got[:p] + got[p + 1 :]
@@ -152,4 +157,4 @@ def _segments(want: list[int | None], got: list[int | None]) -> list[Difference]
     return out
 
 
-__all__ = ["Difference", "FindingKind", "classify"]
+__all__ = ["Difference", "FindingKind", "classify", "shift_words"]

@@ -32,7 +32,7 @@ from eagle3_contracts.conventions import (
     Validation,
 )
 from eagle3_contracts.conventions.predict import Feed
-from eagle3_contracts.differences import Difference, FindingKind, classify
+from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import describe
 
@@ -595,9 +595,8 @@ def _layer_message(d: Difference, t: tuple[int, ...], s: tuple[int, ...], n: int
     if d.kind is FindingKind.SHIFTED:
         k = d.shift or 0
         return (
-            f"shifted by {k:+d}: every state is {abs(k)} layer{'s' * (abs(k) != 1)} "
-            f"{'late' if k > 0 else 'early'} ([{', '.join(map(str, s))}] instead of "
-            f"[{', '.join(map(str, t))}])"
+            f"shifted by {k:+d}: every state is {shift_words(k)} ([{', '.join(map(str, s))}] "
+            f"instead of [{', '.join(map(str, t))}])"
         )
     if d.kind is FindingKind.EMBEDDING_INSERTED:
         return "the embedding (canonical -1) is fed; the drafter was not trained on it"

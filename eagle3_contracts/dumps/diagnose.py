@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts._text import text_table
 from eagle3_contracts.contract import CaptureContract
-from eagle3_contracts.differences import Difference, FindingKind, classify
+from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
 from eagle3_contracts.errors import ContractError, DumpError
 from eagle3_contracts.layer_ids import check_layer_id, describe, uniform_shift
 
@@ -189,8 +189,7 @@ def _message(
     if d.kind is FindingKind.SHIFTED:
         k = d.shift or 0
         return (
-            f"every segment is {abs(k)} layer{'s' * (abs(k) != 1)} "
-            f"{'early' if k < 0 else 'late'}: {got_name} holds {_ids(got)}, "
+            f"every segment is {shift_words(k)}: {got_name} holds {_ids(got)}, "
             f"{want_name} {_ids(want)} ({_SHIFT_CAUSES.get(k, 'an offset rule mismatch')})"
         )
     if d.kind is FindingKind.EMBEDDING_INSERTED and d.displaced is not None:
