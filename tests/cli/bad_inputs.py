@@ -255,6 +255,10 @@ def build_world(tmp: Path) -> dict[str, str]:
     (tmp / "capture.pt").write_bytes(b"PK\x03\x04 not really a zip")
     paths["pt"] = str(tmp / "capture.pt")
     paths["file"] = paths["not_json"]
+    stamped = tmp / "stamp-draft"  # a copy: stamp writes into the drafter's config.json
+    stamped.mkdir()
+    (stamped / "config.json").write_bytes(Path(draft).read_bytes())
+    paths["stamp_draft"] = str(stamped)
     return paths
 
 
@@ -606,6 +610,23 @@ CASES: tuple[Case, ...] = (
         "diagnose-ids-5000",
         DIAG + " --convention canonical --ids " + ",".join(map(str, range(5000))),
         "over the limit of 1024",
+    ),
+    # -- stamp --------------------------------------------------------------------------------
+    _c("stamp-draft-fifo", "stamp {fifo} --show", "FIFO"),
+    _c("stamp-draft-dev-zero", "stamp {zero} --show", REGULAR),
+    _c("stamp-draft-deep", "stamp {deep} --show", "deeper than"),
+    _c("stamp-draft-17-mib", "stamp {big} --show", "byte limit"),
+    _c("stamp-draft-json-list", "stamp {json_list} --show", "JSON object"),
+    _c("stamp-target-fifo", "stamp {stamp_draft} --trained-with specforge --target {fifo}", "FIFO"),
+    _c(
+        "stamp-target-dev-zero",
+        "stamp {stamp_draft} --trained-with specforge --target {zero}",
+        REGULAR,
+    ),
+    _c(
+        "stamp-trained-with-unknown",
+        "stamp {stamp_draft} --trained-with nosuch --target {target}",
+        "nosuch",
     ),
     # -- demo ---------------------------------------------------------------------------------
     _c("demo-out-is-a-file", "demo --out {file}", "--out"),
