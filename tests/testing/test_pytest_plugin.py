@@ -237,3 +237,20 @@ def test_the_plugins_take_no_generic_names(pytester):
         """
     )
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_config_only_drafter_checks_never_import_torch(pytester):
+    """issue 12: the plugins and the hypothesis entry point load in every downstream run."""
+    _drafter_repo(
+        pytester, "eagle3_configs = drafters/kimi/config.json\neagle3_serve_with = vllm\n"
+    )
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_sessionfinish(session):
+            print("torch imported:", "torch" in sys.modules)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.stdout.fnmatch_lines(["*torch imported: False*"])
