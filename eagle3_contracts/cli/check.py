@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from eagle3_contracts.cli._args import positive_int
+from eagle3_contracts.cli._args import layer_count, positive_int
 from eagle3_contracts.cli._output import emit
 
 COMMAND = "check"
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
     parser.add_argument(
-        "--num-layers", type=positive_int, metavar="N", help="target depth (no --target)"
+        "--num-layers", type=layer_count, metavar="N", help="target depth (no --target)"
     )
     parser.add_argument(
         "--hidden-size", type=positive_int, metavar="H", help="target width (no --target)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from eagle3_contracts.cli._args import positive_int
+from eagle3_contracts.cli._args import layer_count, positive_int
 from eagle3_contracts.cli._output import emit
 
 COMMAND = "stages"
@@ -21,7 +21,7 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--num-layers", type=positive_int, metavar="N", help="target depth")
+    target.add_argument("--num-layers", type=layer_count, metavar="N", help="target depth")
     target.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
     parser.add_argument(
         "--ids",

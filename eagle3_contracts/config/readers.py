@@ -22,7 +22,7 @@ from eagle3_contracts._io import read_json_file
 from eagle3_contracts.conventions.hf import NESTED as NESTED_PATH
 from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
 from eagle3_contracts.errors import ConfigError
-from eagle3_contracts.layer_ids import MAX_LAYER_IDS
+from eagle3_contracts.layer_ids import MAX_LAYER_IDS, MAX_NUM_LAYERS
 
 KNOWN_NORM_FLAGS: Mapping[str, str] = MappingProxyType(
     {
@@ -196,6 +196,13 @@ def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any])
     if sizes is not data:
         sizes = _with_defaults(sizes, prefix, src, filled)
     num_layers = _first_int(sizes, _NUM_LAYERS_KEYS, src, prefix)
+    if num_layers > MAX_NUM_LAYERS:  # issue 12: a typo like 10**12 would loop over every layer
+        raise ConfigError(
+            f"{prefix}num_hidden_layers = {num_layers} is over the limit of {MAX_NUM_LAYERS} "
+            f"layers (released models have a few hundred at most)",
+            source=src,
+            field=prefix + "num_hidden_layers",
+        )
     hidden = _first_int(sizes, _HIDDEN_KEYS, src, prefix)
     vocab = _pos_int(sizes, "vocab_size", src, prefix=prefix)
     if vocab is None and sizes is not data:
