@@ -54,3 +54,15 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(SystemExit):
         main(["stages", "--help"])
     assert "--debug" in capsys.readouterr().out
+
+
+def test_check_help_names_every_embedded_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 12: `check --help` named only kimi-k2.5."""
+    from eagle3_contracts.config import examples
+
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert len(examples.names()) >= 3
+    for name in examples.names():
+        assert name in out

@@ -276,3 +276,33 @@ def test_metadata_is_plain_strings(tmp_path: Path) -> None:
     header = json.loads(path.read_bytes()[8 : 8 + header_len])
     assert header["__metadata__"]["format"] == FORMAT
     assert json.loads(header["__metadata__"]["layer_ids"]) == [-1]
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.uint16, torch.uint32, torch.uint64])
+def test_unsigned_input_ids_are_read_as_int64(tmp_path, dtype) -> None:
+    """issue 12: uint16/32/64 token ids raised NotImplementedError ('min_all')."""
+    ids = torch.tensor([[0, 5, 7, 2]]).to(dtype)
+    path = write_dump(
+        tmp_path / "u.safetensors",
+        torch.randn(1, 4, 16),
+        ids,
+        layer_ids=[0, 1],
+        convention="canonical",
+        system="t",
+    )
+    dump = read_dump(path)
+    assert dump.input_ids.dtype == torch.int64
+    assert dump.input_ids.tolist() == [[0, 5, 7, 2]]
+
+
+def test_uint64_token_ids_above_int64_are_refused(tmp_path) -> None:
+    ids = torch.tensor([[0, 1, 2, 2**63 + 5]], dtype=torch.uint64)
+    with pytest.raises(DumpError, match="negative token id"):
+        write_dump(
+            tmp_path / "u.safetensors",
+            torch.randn(1, 4, 16),
+            ids,
+            layer_ids=[0, 1],
+            convention="canonical",
+            system="t",
+        )
