@@ -71,8 +71,8 @@ def mutmut_table(modules: list[str], tests: list[str], also_copy: list[str]) -> 
             f"only_mutate = {toml_list(modules)}",
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
             # one seed: a hypothesis test must not kill a mutant on one run and miss it on the next
-            'pytest_add_cli_args = ["--hypothesis-seed=0", "-p", "no:xdist"]',
-            f"also_copy = {toml_list(also_copy)}",
+            'pytest_add_cli_args = ["--hypothesis-seed=0", "-p", "no:xdist", "-p", "deselect_plugin"]',
+            f"also_copy = {toml_list([*also_copy, 'deselect_plugin.py', 'mutation-deselect.txt'])}",
             # the tests import torch (conftest's thread fixture): fork from a clean server process
             'process_isolation = "forkserver"',
             "use_git_change_detection = false",
@@ -84,15 +84,25 @@ def mutmut_table(modules: list[str], tests: list[str], also_copy: list[str]) -> 
 def prepare(
     work: Path, modules: list[str], tests: list[str], also_copy: list[str], rev: str | None
 ) -> None:
-    """Copy the tree mutmut needs into ``work``: the working tree (mtimes kept, so unchanged files
-    stay cached), or the committed tree of ``rev``."""
+    """Copy the tree mutmut needs into ``work``: the working tree, or the committed tree of
+    ``rev``. mutmut regenerates a module's mutants when the source is newer than its mutated
+    copy, so a file whose content is unchanged keeps its previous mtime (its results stay
+    cached) and a changed one gets a new mtime."""
     work.mkdir(parents=True, exist_ok=True)
     stamp = work / "mutation-modules.json"
     wanted = json.dumps({"modules": modules, "tests": tests})
     if stamp.exists() and stamp.read_text() != wanted:
-        shutil.rmtree(
-            work / "mutants", ignore_errors=True
-        )  # mutmut keeps plain copies of dropped files
+        # mutmut keeps plain copies of the files it did not mutate, which it would not redo
+        shutil.rmtree(work / "mutants", ignore_errors=True)
+    # mutmut copies the tests anew each run, but other files of the package only when absent
+    shutil.rmtree(work / "mutants" / "tests", ignore_errors=True)
+    for p in (work / "mutants" / "eagle3_contracts").rglob("*"):
+        if p.is_file() and p.suffix not in (".py", ".meta", ".spans"):
+            p.unlink()
+    package = work / "eagle3_contracts"
+    before = {
+        p: (p.read_bytes(), p.stat().st_mtime_ns) for p in package.rglob("*.py") if p.is_file()
+    }
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
     names = ["eagle3_contracts", "tests", *also_copy]
     for name in names:
@@ -118,6 +128,12 @@ def prepare(
             check=True,
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    now = time.time_ns()
+    for p in package.rglob("*.py"):
+        old = before.get(p)
+        mtime = old[1] if old is not None and old[0] == p.read_bytes() else now
+        os.utime(p, ns=(mtime, mtime))
+    shutil.copy2(HERE / "deselect_plugin.py", work / "deselect_plugin.py")
     pyproject = (work / "pyproject.toml" if rev else ROOT / "pyproject.toml").read_text()
     if "[tool.mutmut]" in pyproject:
         raise SystemExit(
@@ -127,10 +143,38 @@ def prepare(
     stamp.write_text(wanted)
 
 
+def failing_tests(work: Path, tests: list[str]) -> list[str]:
+    """Node ids (or files that fail to import) of the tests failing on the unmutated copy."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--rootdir=.",
+            "-q",
+            "-rfE",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            "--hypothesis-seed=0",
+            *tests,
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    failing = []
+    for line in done.stdout.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            failing.append(line.split()[1])
+    return failing
+
+
 def mutmut(work: Path, args: list[str], log: Path) -> int:
     exe = Path(sys.executable).with_name("mutmut")
     cmd = [str(exe) if exe.exists() else "mutmut", *args]
-    with log.open("a") as out:
+    with log.open("w") as out:
         out.write(f"$ {' '.join(cmd[:6])}{' ...' if len(cmd) > 6 else ''}\n")
         out.flush()
         return subprocess.call(cmd, cwd=work, stdout=out, stderr=subprocess.STDOUT)
@@ -149,7 +193,7 @@ def generate(work: Path) -> None:
 
     Path("mutants").mkdir(exist_ok=True)
     copy_src_dir()
-    create_mutants(1)
+    create_mutants(os.cpu_count() or 2)
 
 
 def function_of(name: str, module: str) -> str:
@@ -268,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run a seeded sample of N mutants (default: sample_size from the config)",
     )
     ap.add_argument("--seed", type=int)
+    ap.add_argument("--extended", action="store_true", help="also mutate extended_modules")
     ap.add_argument(
         "--survivors",
         action="store_true",
@@ -275,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--rev", help="mutate the committed tree of this git revision, not the working tree"
+    )
+    ap.add_argument(
+        "--skip-failing",
+        action="store_true",
+        help="leave out the tests that fail on the unmutated tree (a tree other work is changing)",
     )
     ap.add_argument("--min-score", type=float)
     ap.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
@@ -284,14 +334,28 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     cfg = load_config(args.config)
-    modules = existing(args.module or cfg["modules"], "module")
+    wanted = args.module or [*cfg["modules"], *(cfg["extended_modules"] if args.extended else [])]
+    modules = existing(wanted, "module")
     tests = existing(cfg["tests"], "test path")
-    min_score = cfg["min_score"] if args.min_score is None else args.min_score
+    default_min = cfg["ci_min_score"] if args.sample is not None else cfg["min_score"]
+    min_score = default_min if args.min_score is None else args.min_score
+    if args.rev is not None:  # a hash, so that a moved branch is a new tree
+        args.rev = subprocess.run(
+            ["git", "rev-parse", "--verify", args.rev + "^{commit}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     work = (args.workdir or Path(tempfile.mkdtemp(prefix="eagle3-mutation-"))).resolve()
     log = work / "mutmut.log"
     started = time.monotonic()
     try:
         prepare(work, modules, tests, cfg.get("also_copy", []), args.rev)
+        skipped = failing_tests(work, tests) if args.skip_failing else []
+        (work / "mutation-deselect.txt").write_text("".join(f"{t}\n" for t in skipped))
+        for t in skipped:
+            print(f"note: {t} fails on the unmutated tree; left out of this run")
         _in_work(work)
         entries = load_equivalents(args.equivalents)
         names: list[str] = []
