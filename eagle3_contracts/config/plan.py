@@ -476,12 +476,16 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
             )
     if not raw:
         return ()
-    if verdict is not None and verdict[0] in (FindingKind.UNKNOWN, FindingKind.UNSUPPORTED):
+    if verdict is not None and (
+        verdict[0] in (FindingKind.UNKNOWN, FindingKind.UNSUPPORTED) or trained.kind != "segments"
+    ):
         fix_ids, fix = None, f"none: the row is {verdict[0].value}"
     elif served.feed is not None:
         fix_ids, fix = _release_fix(trained, served)
     else:
         fix_ids, fix = _fix(trained, served)
+    if fix_ids == ():  # nothing to feed is never a fix
+        fix_ids, fix = None, "no native ids can express it: the drafter was trained on no layer"
     return tuple(
         Finding(kind, msg, layers, shift, fix_ids, fix) for kind, msg, layers, shift in raw
     )
@@ -509,6 +513,14 @@ def _release_verdict(
             FindingKind.UNSUPPORTED,
             f"unsupported: {trained.key} cannot capture training features for this target "
             f"({trained.source})",
+            (),
+            None,
+        )
+    if trained.kind == "crash" and not trained.refused:
+        return (
+            FindingKind.CRASHES,
+            f"{trained.key} crashes ({trained.crash}) when capturing the training features: "
+            f"{why(trained)}",
             (),
             None,
         )

@@ -79,7 +79,7 @@ def proven_fix(
             f"ascending order, the drafter was trained on [{', '.join(map(str, want))}]; "
             "retrain with a sorted list of distinct ids",
         )
-    if feed.state != state:
+    if feed.state == predict.DELTA and state != predict.DELTA:
         return Fix(
             None,
             None,

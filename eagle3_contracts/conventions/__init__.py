@@ -62,6 +62,7 @@ READINGS: dict[str, Convention] = {
         offset_rule=OffsetRule.IDENTITY,
         id_paths=(hf.NESTED, hf.TOP_LEVEL),
         default=DefaultRule.OUTPUTS_1_MIDM1_LM4,
+        validation=Validation.REFUSED,
         notes=("The reading of trainers that hook layer outputs.",),
         sources=("eagle3_contracts registry: specforge, modelopt, trtllm",),
     ),
@@ -73,6 +74,7 @@ READINGS: dict[str, Convention] = {
         offset_rule=OffsetRule.BOUNDARY,
         id_paths=(hf.TOP_LEVEL, hf.NESTED),
         default=DefaultRule.BOUNDARIES_2_MID_LM3,
+        validation=Validation.REFUSED,  # an id naming no state is no reading of the training
         notes=("The reading of systems that capture the input of layer b.",),
         sources=("eagle3_contracts registry: vllm, speculators, eagle-reference",),
     ),

@@ -38,6 +38,12 @@ from eagle3_contracts.errors import ContractError
 
 Kind = Literal["segments", "crash", "unsupported", "unknown"]
 
+STREAM = "residual stream"
+DELTA = "layer delta without the residual (boundaries >= 1)"
+FC_SKIPPED = "raw target state: the drafter skips its fc (the feed is as wide as its embedding)"
+"""What the drafter's input holds: the residual stream (right), a layer's delta (a model file
+storing ``hidden_states`` alone in a fused-residual loop), or raw target states that bypass fc."""
+
 ENGINES: tuple[str, ...] = ("sglang", "vllm")
 RUNNERS: tuple[str, ...] = ("v1", "v2")
 
@@ -356,9 +362,9 @@ class _Context:
                 return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
             elements = [e + n if e < 0 else e for e in elements]
         crash, collected = self._capture(elements, placement, n)
-        state = "residual stream"
+        state = STREAM
         if placement.get("residual_dropped"):
-            state = "layer delta without the residual (boundaries >= 1)"
+            state = DELTA
             self.notes.append(
                 f"{self.model_file} stores hidden_states alone while its layers return the "
                 "residual separately: every segment but the embedding is the layer's delta, not "
@@ -370,6 +376,10 @@ class _Context:
             )
         canonical = tuple(b - 1 for b in collected)
         engine_crash = self._engine_crash(elements, collected, placement)
+        if engine_crash is None and self._fc_skipped(len(canonical)):
+            return self._feed(
+                "segments", canonical, width_states, None, source, state=FC_SKIPPED, read=fed
+            )
         if engine_crash is not None:
             return self._feed(
                 "crash", canonical, width_states, engine_crash, source, state=state, read=fed
@@ -384,6 +394,26 @@ class _Context:
                 "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
             )
         return self._feed("segments", canonical, width_states, None, source, state=state, read=fed)
+
+    def _fc_skipped(self, count: int) -> bool:
+        """SGLang's EAGLE-3 drafter runs fc only when the feed is wider than its embedding
+        (``llama_eagle3.py`` ``if hidden_states.shape[-1] != embeds.shape[-1]``: 0.5.12:218,
+        0.5.13:213, 0.5.14:214, 0.5.17:229, 0.5.23:238; issue 15 D4): a feed exactly as wide
+        as the drafter's hidden size is consumed raw, silently."""
+        if self.spec.framework != "sglang" or count == 0:
+            return False
+        hidden = self.draft.get("hidden_size")
+        layer = self.draft.get("transformer_layer_config")
+        if hidden is None and isinstance(layer, Mapping):
+            hidden = layer.get("hidden_size")
+        if not isinstance(hidden, int) or count * self.target.hidden_size != hidden:
+            return False
+        self.notes.append(
+            f"{count} state(s) of width {self.target.hidden_size} equal the drafter's hidden size "
+            f"{hidden}: SGLang's llama_eagle3.py skips fc and reads the raw target state as its "
+            "output, with no error (issue 15 D4)"
+        )
+        return True
 
     def _engine_crash(
         self, elements: Sequence[int], collected: Sequence[int], placement: Mapping[str, Any]

@@ -430,3 +430,26 @@ def test_a_stamp_is_read_before_trained_with(
     assert any(n.startswith("stamp in") for n in data["notes"])  # the stamped canonical ids
     sglang = next(r for r in data["rows"] if r["system"] == "sglang")
     assert sglang["verdict"] == "shifted -1" and code == 1
+
+
+def test_a_reading_that_names_no_state_is_refused_not_shortened(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """[-1, 15, 28] read as boundaries names boundary -1, which exists nowhere: that reading is
+    refused (no fix printed for it), never silently shortened to two ids."""
+    draft = write(tmp_path, "d.json", {IDS_FIELD: [-1, 15, 28]})
+    code, out, _ = run(
+        capsys,
+        draft,
+        "--num-layers",
+        "32",
+        "--hidden-size",
+        "64",
+        "--serve-with",
+        "trtllm",
+        "--json",
+    )
+    data = json.loads(out)
+    boundary = next(r for r in data["rows"] if r["reading"] == "boundary")
+    assert boundary["verdict"] == "refused" and boundary["fix_native_ids"] is None
+    assert code == 1

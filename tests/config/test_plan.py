@@ -251,3 +251,37 @@ def test_engines_feed_ascending_unique_ids(case: tuple) -> None:
     assert list(plan.layer_ids) == sorted(set(plan.layer_ids))
     assume(plan.kind == "segments")
     assert compare(plan, plan) == ()
+
+
+@st.composite
+def hostile_cases(draw: st.DrawFn) -> tuple[int, tuple[int, ...], str, str, str]:
+    n = draw(st.integers(4, 64))
+    ids = tuple(draw(st.lists(st.integers(-1, n), min_size=1, max_size=4)))
+    reading = draw(st.sampled_from(("output", "boundary", "specforge-hf", "specforge==0.2.0")))
+    system = draw(st.sampled_from((*ENGINES, "speculators", "hf-hidden-states", "modelopt")))
+    return n, ids, reading, system, draw(st.sampled_from(ARCHS))
+
+
+@settings(max_examples=120, deadline=None)
+@given(hostile_cases())
+def test_every_printed_fix_rechecks_as_ok_for_any_ids(case: tuple) -> None:
+    """Unsorted, duplicated, -1 and past-L ids under every reading: a printed fix, applied where
+    the serving system reads ids, always re-checks as ok (else no fix is printed)."""
+    n, ids, reading, system, arch = case
+    target = _target(n, arch)
+    config = top(*ids) if reading == "boundary" else nested(*ids)
+    try:
+        trained = resolve(config, target, reading)
+    except ContractError:
+        return  # a reading that needs ids it cannot take is refused before any fix
+    served = resolve(config, target, system)
+    findings = compare(trained, served)
+    if not findings or findings[0].fix_native_ids is None:
+        return
+    fix = findings[0].fix_native_ids
+    assert compare(trained, resolve(_with_fix(config, served, fix), target, system)) == (), (
+        reading,
+        system,
+        ids,
+        fix,
+    )

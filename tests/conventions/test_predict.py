@@ -245,3 +245,15 @@ def test_checked_convention_releases() -> None:
     assert conventions.get("speculators==0.9.0") is conventions.get("speculators")
     with pytest.raises(ContractError, match=r"speculators==0\.9\.0"):
         conventions.get("speculators==0.8.0")
+
+
+def test_sglang_drafter_skips_fc_for_a_feed_as_wide_as_its_embedding() -> None:
+    """issue 15 D4: one collected state of width H on a drafter of hidden size H runs silently
+    without fc (llama_eagle3.py compares the feed's width with its embedding's)."""
+    small = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 6, "hidden_size": 64}
+    one = predict_feed("sglang==0.5.23", {"hidden_size": 64, **nested(4, 5, 6)}, small)
+    assert (one.kind, one.canonical, one.state) == ("segments", (4,), predict.FC_SKIPPED)
+    two = predict_feed("sglang==0.5.23", {"hidden_size": 64, **nested(2, 4, 5)}, small)
+    assert two.crash == "fc-width-mismatch"  # 128 wide: fc runs and cannot take it
+    vllm = predict_feed("vllm==0.32.0:v1", {"hidden_size": 64, **top(5, 6, 9)}, small)
+    assert vllm.crash == "fc-width-mismatch"  # vLLM always applies fc
