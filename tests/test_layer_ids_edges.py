@@ -12,6 +12,9 @@ import pytest
 from eagle3_contracts import ContractError
 from eagle3_contracts.layer_ids import (
     EMBEDDING,
+    MAX_LAYER_IDS,
+    MAX_NUM_LAYERS,
+    check_id_count,
     check_layer_id,
     check_num_layers,
     describe,
@@ -54,6 +57,26 @@ def test_a_depth_below_one_is_refused_naming_field_and_value(n: int) -> None:
     err = refusal(check_num_layers, n)
     assert err.field == "num_layers"
     assert str(err) == f"num_layers must be >= 1 (the target's decoder depth), got {n}"
+
+
+def test_the_deepest_accepted_target_is_the_limit() -> None:
+    assert check_num_layers(MAX_NUM_LAYERS) == MAX_NUM_LAYERS
+    err = refusal(check_num_layers, MAX_NUM_LAYERS + 1, field="--num-layers")
+    assert err.field == "--num-layers"
+    assert str(err).startswith(
+        f"--num-layers = {MAX_NUM_LAYERS + 1} is over the limit of {MAX_NUM_LAYERS} layers"
+    )
+
+
+def test_the_most_ids_accepted_is_the_limit() -> None:
+    assert check_id_count(0) == 0
+    assert check_id_count(MAX_LAYER_IDS) == MAX_LAYER_IDS
+    err = refusal(check_id_count, MAX_LAYER_IDS + 1)
+    assert err.field == "layer_ids"  # the default field name
+    assert str(err).startswith(
+        f"layer_ids lists {MAX_LAYER_IDS + 1} layer ids, over the limit of {MAX_LAYER_IDS}"
+    )
+    assert refusal(check_id_count, 10**6, field="--ids").field == "--ids"
 
 
 # -- canonical ids ---------------------------------------------------------------------------
