@@ -141,6 +141,9 @@ def get(
         return READINGS[key]
     if "==" in key:
         framework, _, version = (s.strip() for s in key.partition("=="))
+        # "vllm==0.32.0:v1" (the convention vLLM plugin dumps carry): the model runner changes
+        # which config field is read, not what an id means, so the release's rule applies
+        version = version.partition(":")[0].strip()
         try:
             releases = importlib.import_module(f"{__name__}.releases")
         except ModuleNotFoundError as exc:

@@ -141,3 +141,11 @@ def test_register_never_raises(
     with caplog.at_level(logging.WARNING, logger="vllm.eagle3_contracts"):
         plugin.register()
     assert "plugin not installed (RuntimeError: broken install); vLLM untouched" in caplog.text
+
+
+def test_the_plugin_dump_convention_resolves_for_diagnose() -> None:
+    """Dumps say ``vllm==<version>:<runner>``; the release's rule reads them (boundaries)."""
+    from eagle3_contracts import conventions
+
+    rule = conventions.get("vllm==0.32.0:v1", architectures=("LlamaForCausalLM",))
+    assert rule.to_canonical([0, 1, 4, 5], 6) == (-1, 0, 3, 4)
