@@ -6,6 +6,7 @@ import argparse
 import math
 
 from eagle3_contracts.cli._output import emit
+from eagle3_contracts.contract import CaptureContract, Order
 from eagle3_contracts.errors import ContractError
 
 COMMAND = "diagnose"
@@ -41,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ids",
         metavar="2,30,58",
         help="check against these claimed ids (needs --convention) instead of the dumps' own",
+    )
+    expect.add_argument(
+        "--draft",
+        metavar="DRAFT",
+        help="the drafter's directory or config.json: check against its stamp (eagle3-contracts "
+        "stamp); without a stamp the dumps' own metadata is the claim, and the report says so",
     )
     parser.add_argument(
         "--convention",
@@ -96,7 +103,6 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts._io import read_bounded
     from eagle3_contracts.capture.targets import load_target
     from eagle3_contracts.cli import UsageError, parse_ids
-    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.dumps.diagnose import diagnose
     from eagle3_contracts.dumps.format import read_dump
 
@@ -116,9 +122,13 @@ def run(args: argparse.Namespace) -> int:
             contract = CaptureContract.from_json(text)
         except ContractError as exc:
             raise ContractError(f"--contract {args.contract}: {exc}", field=exc.field) from None
+    notes: list[str] = []
+    contract_source = f"contract {args.contract}"
+    if args.draft:
+        contract, contract_source, note = _stamp_contract(args.draft)
+        notes.append(note)
     dumps = [read_dump(p) for p in args.dump]  # validate every dump before the model loads
     seed = DEFAULT_SEED if args.seed is None else args.seed
-    notes = []
     limit = None if args.max_target_gib is None else int(args.max_target_gib * 2**30)
     target = load_target(args.target, seed=seed, max_bytes=limit)
     if target.random_init and args.seed is None:
@@ -129,9 +139,23 @@ def run(args: argparse.Namespace) -> int:
         contract=contract,
         claim_ids=ids,
         claim_convention=args.convention,
-        contract_source=f"contract {args.contract}",
+        contract_source=contract_source,
         claim_source=f"--ids {args.ids} --convention {args.convention}",
         rtol=args.rtol,
         notes=notes,
     )
     return emit(report, args.json)
+
+
+def _stamp_contract(draft: str) -> tuple[CaptureContract | None, str, str]:
+    """The drafter's stamped contract (or ``None``), its source, and the note saying which
+    claim the report uses."""
+    from eagle3_contracts.stamp import claim_source
+
+    claim = claim_source(draft, environ={})
+    if claim.stamp is None:
+        return None, "", f"no stamp in {draft}: the dumps' own metadata is the claim"
+    stamp = claim.stamp
+    order: Order = "as_listed" if stamp.order == "as_listed" else "ascending"
+    contract = CaptureContract(stamp.layer_ids, stamp.num_layers, stamp.hidden_size, order=order)
+    return contract, f"stamp {claim.detail}", f"training claim: {claim.describe()}"

@@ -97,6 +97,42 @@ def test_ids_override(world, capsys) -> None:
     assert "--ids 1,2,3 --convention vllm" in out
 
 
+def _drafter(tmp: Path, name: str, ids: list[int] | None) -> Path:
+    """A drafter directory whose config.json carries a stamp of canonical ``ids`` (or none)."""
+    from eagle3_contracts.stamp import Stamp, write_stamp
+
+    folder = tmp / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLMEagle3"]}))
+    if ids is not None:
+        write_stamp(folder, Stamp(tuple(ids), 5, 32, order="ascending", trained_with="specforge"))
+    return folder
+
+
+def test_draft_stamp_is_the_claim(world, capsys, tmp_path: Path) -> None:
+    """`--draft` judges the dump against the drafter's stamp, and says that it did."""
+    right = _drafter(tmp_path, "right", [1, 2, 3])
+    code, out, err = _run(
+        capsys, "diagnose", "--dump", world["good"], "--target", world["model"], "--draft", right
+    )
+    assert code == 0, out + err
+    assert "training claim: stamp in" in out and "canonical [1, 2, 3]" in out
+    wrong = _drafter(tmp_path, "wrong", [0, 1, 2])
+    code, out, _ = _run(
+        capsys, "diagnose", "--dump", world["good"], "--target", world["model"], "--draft", wrong
+    )
+    assert code == 1, out  # the dump holds canonical 1, 2, 3; the drafter was trained on 0, 1, 2
+
+
+def test_draft_without_stamp_says_the_dump_is_the_claim(world, capsys, tmp_path: Path) -> None:
+    bare = _drafter(tmp_path, "bare", None)
+    code, out, _ = _run(
+        capsys, "diagnose", "--dump", world["good"], "--target", world["model"], "--draft", bare
+    )
+    assert code == 0, out
+    assert "no stamp in" in out and "the dumps' own metadata is the claim" in out
+
+
 @pytest.mark.parametrize("case", BAD_DUMPS, ids=lambda c: c.name)
 def test_bad_dump_exit_2_one_line(world, capsys, tmp_path: Path, case: BadDump) -> None:
     path = case.make(tmp_path)
