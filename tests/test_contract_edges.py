@@ -64,7 +64,7 @@ def test_unordered_or_one_shot_ids_are_refused(ids: object, why: str) -> None:
 def test_no_ids_is_refused_with_an_example() -> None:
     err = refusal(CaptureContract, (), 61, 8)
     assert err.field == "layer_ids"
-    assert "layer_ids is empty" in str(err)
+    assert str(err).startswith("layer_ids is empty: ")
 
 
 @pytest.mark.parametrize("ids", [(-1,), (0,), (60,), (-1, 60), (-1, 0, 59, 60)])
@@ -199,7 +199,7 @@ def test_validate_refuses_what_is_no_tensor(captured: object) -> None:
 
 
 def test_validate_names_the_segment_count_of_a_whole_number_of_segments() -> None:
-    err = refusal(CaptureContract([2, 30, 58], 61, 8).validate, SimpleNamespace(shape=(3, 32)))
+    err = refusal(CaptureContract([2, 30, 58], 61, 8).validate, SimpleNamespace(shape=(2, 3, 32)))
     assert err.field == "captured"
     assert str(err) == (
         "captured width 32 != contract width 24 (3 x 8): it holds 4 segments of 8, the contract 3"
@@ -207,7 +207,7 @@ def test_validate_names_the_segment_count_of_a_whole_number_of_segments() -> Non
 
 
 def test_validate_names_a_width_that_is_no_multiple() -> None:
-    err = refusal(CaptureContract([2, 30, 58], 61, 8).validate, SimpleNamespace(shape=(3, 23)))
+    err = refusal(CaptureContract([2, 30, 58], 61, 8).validate, SimpleNamespace(shape=(2, 3, 23)))
     assert str(err) == (
         "captured width 23 != contract width 24 (3 x 8): 23 is not a multiple of hidden_size 8"
     )
@@ -287,6 +287,26 @@ def test_from_json_refuses_invalid_json(text: str | bytes) -> None:
     assert str(err).startswith("contract is not valid JSON: ")
 
 
+@pytest.mark.parametrize("text", [{"layer_ids": [2]}, None, 3, ["{}"]])
+def test_from_json_wants_text_and_names_what_it_got(text: object) -> None:
+    err = refusal(CaptureContract.from_json, text)
+    assert err.field == "contract"
+    assert str(err).startswith(
+        f"from_json takes the JSON text (str or bytes), got {type(text).__name__}; "
+    )
+
+
+def test_from_json_refuses_json_nested_too_deep() -> None:
+    err = refusal(CaptureContract.from_json, "[" * 100_000 + "]" * 100_000)
+    assert err.field == "contract"
+    assert str(err) == "contract nests JSON too deep; a contract is one flat object"
+
+
+def test_from_json_accepts_a_bytearray() -> None:
+    text = bytearray(b'{"layer_ids": [2], "num_layers": 4, "hidden_size": 8, "order": "ascending"}')
+    assert CaptureContract.from_json(text) == CaptureContract((2,), 4, 8)
+
+
 def test_from_json_of_valid_json_that_is_no_object() -> None:
     assert refusal(CaptureContract.from_json, "[2, 30, 58]").field == "contract"
 
@@ -313,3 +333,10 @@ def test_contract_for_defaults_to_ascending() -> None:
 def test_the_strategy_draws_valid_contracts(c: CaptureContract) -> None:
     assert isinstance(c, CaptureContract)
     assert CaptureContract.from_dict(c.to_dict()) == c
+
+
+def test_examples_is_a_deprecated_alias_of_published() -> None:
+    with pytest.warns(
+        DeprecationWarning, match=r"examples\(\) is renamed CaptureContract\.published"
+    ):
+        assert CaptureContract.examples() == CaptureContract.published()
