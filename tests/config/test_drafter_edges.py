@@ -243,3 +243,58 @@ def test_a_header_longer_than_the_file_is_refused(tmp_path: Path) -> None:
     exact = tmp_path / "exact.safetensors"
     exact.write_bytes(struct.pack("<Q", 2) + b"{}")  # a header that fills the file is fine
     assert read_safetensors_header(exact) == {}
+
+
+def test_a_header_length_past_any_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "huge.safetensors"
+    path.write_bytes(struct.pack("<Q", 2**64 - 1) + b"{}")
+    with pytest.raises(ConfigError) as err:
+        read_safetensors_header(path)
+    assert str(err.value) == (
+        f"{path}: not a safetensors file: header length {2**64 - 1} exceeds the file"
+    )
+
+
+def test_refusals_name_the_weights_they_read(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError) as err:
+        read_safetensors_header(empty)
+    assert err.value.source == str(empty)
+    missing = tmp_path / "nope.safetensors"
+    with pytest.raises(ConfigError) as err:
+        read_safetensors_header(missing)
+    assert err.value.source == str(missing)
+    assert str(err.value) == f"{missing}: cannot read the weights file: no such file"
+
+
+def test_mapping_tensors_without_data_are_refused_naming_the_tensor(tmp_path: Path) -> None:
+    path = header_file(
+        tmp_path,
+        {"fc.weight": tensor([16, 48]), "d2t": tensor([4], "I64"), "t2d": tensor([10], "BOOL")},
+    )
+    cfg = read_draft_config({"hidden_size": 16, "draft_vocab_size": 4})
+    with pytest.raises(ConfigError) as err:
+        check_drafter_coherence(cfg, TARGET, 3, weights=path)
+    assert err.value.source == str(path)
+    assert str(err.value).startswith(f"{path}: cannot read tensor d2t: ")
+
+
+def test_a_draft_token_mapped_to_exactly_the_vocab_size_is_outside(tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    path = tmp_path / "model.safetensors"
+    save_file(
+        {
+            "fc.weight": torch.zeros(16, 48),
+            "d2t": torch.tensor([0, 1, 3, 7], dtype=torch.int64),  # 3 + 7 = 10 = vocab_size
+            "t2d": torch.tensor([i in (0, 2, 5, 8) for i in range(10)], dtype=torch.bool),
+        },
+        str(path),
+    )
+    [_, (name, status, message)] = checks(
+        {"hidden_size": 16, "vocab_size": 10, "draft_vocab_size": 4}, weights=path
+    )
+    assert (name, status) == ("vocab-mapping", "error")
+    assert message == "1 draft tokens map outside [0, 10): e.g. 3 + d2t[3] = 10"
