@@ -8,6 +8,7 @@ translate explicit ids between a convention and canonical ids (``eagle3_contract
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Sequence
 
@@ -47,10 +48,15 @@ CONVENTION_RELEASES: dict[str, str] = {"speculators==0.9.0": "speculators"}
 ``speculators/models/utils.py:99-139`` ``resolve_target_layer_ids``: default [2, L//2, L-3],
 distinct ids within [0, L], as boundaries)."""
 
-LEGACY_NAMES: dict[str, str] = {"specforge": "specforge-hf"}
-"""Element-wise readings under an older name: ``get("specforge")`` is the HF-backend reading
-(``specforge-hf``). What a SpecForge *release* trained on depends on the target's model file and
-is answered by ``predict.predict_training`` (``check --trained-with specforge``)."""
+TRAINER_CAPTURE: dict[str, tuple[str, str]] = {
+    "specforge": ("specforge==0.2.0", "sglang==0.5.14"),
+    "specforge==0.2.0": ("specforge==0.2.0", "sglang==0.5.14"),
+}
+"""Trainer names whose training features are what an engine release captures: SpecForge 0.2.0
+(the newest probed; ``config/schema.py``: ``target_backend: Literal["sglang"]``) pins
+``sglang==0.5.14`` and hands its ids to that release's ``set_eagle3_layers_to_capture``, so the
+ids mean what that release's model file makes of them. ``get("specforge")`` therefore needs the
+target; the removed HF backend's element-wise reading is ``specforge-hf``."""
 
 # The two readings of an id list when nobody says which trainer wrote it.
 READINGS: dict[str, Convention] = {
@@ -82,10 +88,10 @@ READINGS: dict[str, Convention] = {
 
 __all__ = [
     "CONVENTION_RELEASES",
-    "LEGACY_NAMES",
     "READINGS",
     "REGISTRY",
     "SERVING",
+    "TRAINER_CAPTURE",
     "Convention",
     "Dedup",
     "DefaultRule",
@@ -126,7 +132,8 @@ def get(
             field="convention",
         )
     key = name.strip()
-    key = LEGACY_NAMES.get(key, key)
+    if key.replace(" ", "") in TRAINER_CAPTURE:
+        return _trainer_capture(key.replace(" ", ""), model_type, tuple(architectures))
     key = CONVENTION_RELEASES.get(key.replace(" ", ""), key)
     if key.split("==", 1)[0] in {v for v in CONVENTION_RELEASES.values()} and "==" in key:
         known = ", ".join(CONVENTION_RELEASES)
@@ -162,6 +169,32 @@ def get(
         f"unknown convention {name!r}; known: {', '.join(REGISTRY)} "
         f"(or 'framework==version', e.g. 'sglang==0.5.23')",
         field="convention",
+    )
+
+
+def _trainer_capture(
+    key: str, model_type: str | None, architectures: tuple[str, ...]
+) -> Convention:
+    """The engine-release convention a trainer release captures through, for the target."""
+    trainer, engine = TRAINER_CAPTURE[key]
+    if not model_type and not architectures:
+        raise ContractError(
+            f"{key!r} means {trainer} (the newest probed release), which captures through "
+            f"{engine}: what its ids mean depends on the target's model file. Pass the target "
+            f"(its config's model_type/architectures), or name 'specforge-hf' for the removed HF "
+            f"backend's reading (ids = layer outputs)",
+            field="convention",
+        )
+    convention = get(engine, model_type=model_type, architectures=architectures)
+    assumed = (
+        f"{key} = {trainer}"
+        + (" (unversioned: the newest probed release)" if "==" not in key else "")
+        + f", whose training features are what {engine} captures for this target"
+    )
+    return dataclasses.replace(
+        convention,
+        system=f"{trainer} via {convention.system}",
+        notes=(assumed, *convention.notes),
     )
 
 

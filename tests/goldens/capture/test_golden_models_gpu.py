@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -65,18 +64,17 @@ def test_model_golden_gpu(case: ModelCase, dtype: torch.dtype, cuda: str, golden
 def test_real_model_golden(cuda: str, golden: Any) -> None:
     model_dir = os.environ.get("EAGLE3_TARGET_MODEL")
     draft = os.environ.get("EAGLE3_DRAFT_CONFIG")
+    trained_with = os.environ.get("EAGLE3_TRAINED_WITH")
     if not model_dir or not draft:
         pytest.skip(
-            "set EAGLE3_TARGET_MODEL (a local Hugging Face model directory, safetensors) and "
-            "EAGLE3_DRAFT_CONFIG (the drafter's config.json) to lock a real model's capture"
+            "set EAGLE3_TARGET_MODEL (a local Hugging Face model directory, safetensors), "
+            "EAGLE3_DRAFT_CONFIG (the drafter's config.json) and EAGLE3_TRAINED_WITH (how its ids "
+            "were read, e.g. specforge==0.2.0) to lock a real model's capture"
         )
-    trained_with = os.environ.get("EAGLE3_TRAINED_WITH")
-    if not trained_with:
-        trained_with = "specforge-hf"
-        warnings.warn(
-            "EAGLE3_TRAINED_WITH unset: the draft's ids are read as specforge reads them "
-            "(recorded in the golden's draft.trained_with)",
-            stacklevel=1,
+    if not trained_with:  # no default: a guessed trainer would lock a guessed meaning
+        pytest.fail(
+            "EAGLE3_TRAINED_WITH is unset: name how the drafter's ids were read (e.g. "
+            "specforge==0.2.0, sglang==0.5.14, specforge-hf, canonical); no trainer is assumed"
         )
     record = real_model_record(model_dir, draft, trained_with=trained_with, device=cuda)
     assert_capture_golden(record, golden(name=Path(model_dir).name))
