@@ -220,3 +220,21 @@ def test_transformers_defaults_read_from_the_source() -> None:
     assert llama is not None
     assert (llama["num_hidden_layers"], llama["hidden_size"]) == (32, 4096)
     assert llama["__class__"] == "transformers LlamaConfig"
+
+
+def test_two_experts_make_a_moe() -> None:
+    assert read_target_config({**TARGET, "num_experts": 2}).is_moe
+
+
+def test_a_draft_without_speculators_config_names_no_verifier() -> None:
+    assert read_draft_config({}).verifier is None
+    assert read_draft_config({"speculators_config": {"verifier": "x"}}).verifier is None
+
+
+def test_refusals_name_the_type_they_got_and_where_from() -> None:
+    assert str(refusal(read_draft_config, {IDS_FIELD: 3})) == (
+        f"<dict>: {IDS_FIELD} must be a list of integer layer ids, got number 3"
+    )
+    err = refusal(TargetConfig.from_sizes, 4, None)
+    assert (err.source, str(err)) == ("<command line>", "<command line>: hidden_size is missing")
+    assert refusal(TargetConfig.from_sizes, None, 4).source == "<command line>"
