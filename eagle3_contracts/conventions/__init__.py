@@ -48,15 +48,6 @@ CONVENTION_RELEASES: dict[str, str] = {"speculators==0.9.0": "speculators"}
 ``speculators/models/utils.py:99-139`` ``resolve_target_layer_ids``: default [2, L//2, L-3],
 distinct ids within [0, L], as boundaries)."""
 
-TRAINER_CAPTURE: dict[str, tuple[str, str]] = {
-    "specforge": ("specforge==0.2.0", "sglang==0.5.14"),
-    "specforge==0.2.0": ("specforge==0.2.0", "sglang==0.5.14"),
-}
-"""Trainer names whose training features are what an engine release captures: SpecForge 0.2.0
-(the newest probed; ``config/schema.py``: ``target_backend: Literal["sglang"]``) pins
-``sglang==0.5.14`` and hands its ids to that release's ``set_eagle3_layers_to_capture``, so the
-ids mean what that release's model file makes of them. ``get("specforge")`` therefore needs the
-target; the removed HF backend's element-wise reading is ``specforge-hf``."""
 
 # The two readings of an id list when nobody says which trainer wrote it.
 READINGS: dict[str, Convention] = {
@@ -91,7 +82,6 @@ __all__ = [
     "READINGS",
     "REGISTRY",
     "SERVING",
-    "TRAINER_CAPTURE",
     "Convention",
     "Dedup",
     "DefaultRule",
@@ -132,7 +122,9 @@ def get(
             field="convention",
         )
     key = name.strip()
-    if key.replace(" ", "") in TRAINER_CAPTURE:
+    from eagle3_contracts.conventions import predict  # lazy: predict imports this package
+
+    if key.replace(" ", "").partition("==")[0] in predict.TRAINER_DEFAULTS:
         return _trainer_capture(key.replace(" ", ""), model_type, tuple(architectures))
     key = CONVENTION_RELEASES.get(key.replace(" ", ""), key)
     if key.split("==", 1)[0] in {v for v in CONVENTION_RELEASES.values()} and "==" in key:
@@ -175,14 +167,24 @@ def get(
 def _trainer_capture(
     key: str, model_type: str | None, architectures: tuple[str, ...]
 ) -> Convention:
-    """The engine-release convention a trainer release captures through, for the target."""
-    trainer, engine = TRAINER_CAPTURE[key]
+    """A trainer release whose training features are what an engine release captures (SpecForge
+    0.2.0 pins ``sglang==0.5.14`` and hands its ids to that release's setter, per its probed
+    table), so its ids mean what that release makes of them for the target's model file. The
+    removed HF backend's element-wise reading is ``specforge-hf``."""
+    from eagle3_contracts.conventions.predict import TRAINER_DEFAULTS, trainer_release
+
+    trainer = TRAINER_DEFAULTS.get(key, key)
+    try:
+        engine = trainer_release(trainer).engine
+    except ContractError as exc:  # the name arrived as a convention: say so in the field
+        raise ContractError(str(exc), field="convention") from None
     if not model_type and not architectures:
         raise ContractError(
-            f"{key!r} means {trainer} (the newest probed release), which captures through "
-            f"{engine}: what its ids mean depends on the target's model file. Pass the target "
-            f"(its config's model_type/architectures), or name 'specforge-hf' for the removed HF "
-            f"backend's reading (ids = layer outputs)",
+            f"{key!r} means {trainer}"
+            + (" (the newest probed release)" if "==" not in key else "")
+            + f", which captures through {engine}: what its ids mean depends on the target's "
+            f"model file. Pass the target (its config's model_type/architectures), or name "
+            f"'specforge-hf' for the removed HF backend's reading (ids = layer outputs)",
             field="convention",
         )
     convention = get(engine, model_type=model_type, architectures=architectures)

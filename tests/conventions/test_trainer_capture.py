@@ -43,3 +43,9 @@ def test_kimi_trained_by_specforge_is_read_as_sglang_0_5_14_captures() -> None:
     assert kimi.to_canonical((2, 30, 58), 61) == (1, 29, 57)
     hf_backend = conventions.get("specforge-hf")
     assert hf_backend.to_canonical((2, 30, 58), 61) == (2, 30, 58)
+
+
+def test_an_unprobed_trainer_release_is_refused_as_a_convention() -> None:
+    with pytest.raises(ContractError, match="has not been probed") as info:
+        conventions.get("specforge==0.3.0", architectures=["LlamaForCausalLM"])
+    assert info.value.field == "convention"
