@@ -139,9 +139,11 @@ def _set_differences(want: list[int], got: list[int]) -> list[Difference]:
     extra = tuple(n for n in got if n not in want and n != EMBEDDING)
     if extra:
         out.append(Difference(FindingKind.EXTRA_LAYER, extra))
-    shared_want = tuple(n for n in want if n in got)
-    shared_got = [n for n in got if n in want]
-    if list(shared_want) != shared_got:
+    # the shared layers in first-appearance order: a layer fed twice is a segment difference,
+    # not an order difference ([1, 2, 3] against [1, 1, 3] keeps 1 before 3)
+    shared_want = tuple(dict.fromkeys(n for n in want if n in got))
+    shared_got = tuple(dict.fromkeys(n for n in got if n in want))
+    if shared_want != shared_got:
         out.append(Difference(FindingKind.ORDER_DIFFERS, shared_want, partial=True))
     return out
 

@@ -333,6 +333,23 @@ def test_partial_order_difference_next_to_a_width_difference() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("want", "got", "missing"),
+    [([1, 2, 3], [1, 1, 3], (2,)), ([1, 2], [1, 2, 2], ()), ([1, 1], [1, 2], ())],
+)
+def test_a_layer_fed_twice_is_no_order_difference(want: list, got: list, missing: tuple) -> None:
+    # the shared layers keep their order: the repeat is a segment difference only
+    d = classify(want, got)
+    assert K.ORDER_DIFFERS not in kinds(d)
+    assert (one(d, K.LAYER_MISSING).layers if missing else ()) == missing
+    assert K.SEGMENT in kinds(d)
+
+
+def test_a_repeat_does_not_hide_a_real_reordering() -> None:
+    d = classify([1, 2, 3], [3, 1, 3])
+    assert one(d, K.ORDER_DIFFERS) == Difference(K.ORDER_DIFFERS, (1, 3), partial=True)
+
+
 def test_missing_and_extra_layers_keep_their_feed_order() -> None:
     d = classify([9, 1, 5, 2], [8, 0, 5, 7])
     assert one(d, K.LAYER_MISSING).layers == (9, 1, 2)  # expected order
