@@ -10,10 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eagle3_contracts.dumps.format import FORMAT
+from eagle3_contracts.dumps.format import FORMAT, VALUE_CHUNK
 
 H, K = 1024, 3
 SIZE = 256 << 20  # bytes of states
+# The fixed budget: a float32 copy of one strided chunk (16 MiB), its masks and torch's own
+# allocations: measured 65-76 MiB for 256 MiB and 2 GiB dumps alike. Copying the whole tensor
+# (the issue 12 bug) costs at least SIZE.
+BUDGET = 6 * VALUE_CHUNK * 4
 
 MEASURE = """
 import re, sys, threading, time
@@ -73,6 +77,8 @@ def test_validating_a_dump_takes_a_small_fraction_of_its_size(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr[-2000:]
     extra = int(done.stdout.strip().splitlines()[-1])
-    assert extra < SIZE // 4, (
-        f"read_dump took {extra >> 20} MiB of anonymous memory for a {SIZE >> 20} MiB dump"
+    assert BUDGET < SIZE // 2
+    assert extra < BUDGET, (
+        f"read_dump took {extra >> 20} MiB of anonymous memory for a {SIZE >> 20} MiB dump "
+        f"(budget {BUDGET >> 20} MiB)"
     )
