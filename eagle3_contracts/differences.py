@@ -120,7 +120,12 @@ def classify(
 
 
 def shift_words(shift: int) -> str:
-    """How far a uniform shift moves every segment: ``-1`` -> ``"1 layer early"``."""
+    """How far a uniform shift moves every segment: ``-1`` -> ``"1 layer early"``.
+
+    ``0`` is no shift (``classify`` never reports one) and raises ``ValueError``.
+    """
+    if shift == 0:
+        raise ValueError("a shift of 0 layers is no shift: nothing to put in words")
     return f"{abs(shift)} layer{'s' * (abs(shift) != 1)} {'early' if shift < 0 else 'late'}"
 
 

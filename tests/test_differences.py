@@ -495,3 +495,8 @@ def test_embedding_inserted_anywhere_displaces_the_last_expected_layer(data: st.
 )
 def test_shift_words(shift: int, words: str) -> None:
     assert shift_words(shift) == words
+
+
+def test_shift_words_refuses_no_shift() -> None:
+    with pytest.raises(ValueError, match="shift of 0"):
+        shift_words(0)
