@@ -824,8 +824,12 @@ TRAINER_DEFAULTS: dict[str, str] = {"specforge": "specforge==0.2.0"}
 
 def is_trainer_release(name: str) -> bool:
     """Whether ``name`` is answered by ``predict_training`` (a trainer release or an engine)."""
-    key = name.strip()
-    return key.partition("==")[0] in TRAINER_DEFAULTS or is_engine(key)
+    return _trainer_key(name).partition("==")[0] in TRAINER_DEFAULTS or is_engine(name)
+
+
+def _trainer_key(name: str) -> str:
+    """``"specforge == 0.2.0"`` -> ``"specforge==0.2.0"`` (as ``conventions.get`` reads it)."""
+    return name.replace(" ", "").strip()
 
 
 def predict_training(
@@ -835,6 +839,8 @@ def predict_training(
     (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
     captures were the training data (``sglang==0.5.14``)."""
     key = trained_with.strip()
+    if _trainer_key(key).partition("==")[0] in TRAINER_DEFAULTS:
+        key = _trainer_key(key)
     assumptions: list[str] = []
     if key in TRAINER_DEFAULTS:
         assumptions.append(
@@ -856,6 +862,7 @@ def predict_training(
     eagle = draft_config.get("eagle_config")
     ids = eagle.get(TOP) if isinstance(eagle, Mapping) else None
     source = "; ".join(trainer.sources)
+    ids_source = NESTED if ids is not None else "default"
     if ids is None:
         ids = [1, n // 2 - 1, n - 4]
         assumptions.append(f"no {NESTED}: {trainer.name}'s default [1, L//2-1, L-4] = {ids}")
@@ -898,7 +905,7 @@ def predict_training(
             *captured.assumptions,
         ),
         native_ids=tuple(ids),
-        ids_source=NESTED,
+        ids_source=ids_source,
         entry_class=captured.entry_class,
         notes=captured.notes,
         state=captured.state,

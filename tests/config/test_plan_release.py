@@ -252,3 +252,24 @@ def test_a_drafter_trained_on_deltas_is_fixed_for_a_release_feeding_deltas() -> 
     assert findings[0].fix == (
         f"set {NESTED} = [1, 16, 33]: sglang==0.5.23 gemma3_causal.py then feeds them"
     )
+
+
+@pytest.mark.parametrize("name", ["specforge==0.2.0", "specforge == 0.2.0", " specforge==0.2.0 "])
+def test_a_trainer_release_is_answered_per_release_however_it_is_spaced(name: str) -> None:
+    # "specforge == 0.2.0" used to skip the release path: conventions.get read it as SGLang
+    # 0.5.14's rule, losing SpecForge's own refusal of two ids
+    plan = resolve(nested(1, 2), KIMI, name)
+    assert (plan.release, plan.kind, plan.crash) == ("specforge==0.2.0", "crash", "trainer-refused")
+    assert plan.refused == (
+        "specforge==0.2.0 refuses this config: needs exactly 3 non-negative ids, got [1, 2]"
+    )
+
+
+def test_a_trainer_default_is_a_default_not_a_config_read() -> None:
+    plan = resolve({}, KIMI, "specforge==0.2.0")
+    assert (plan.native_ids, plan.ids_source, plan.read_path) == ((1, 29, 57), "default", NESTED)
+    assert (
+        "no eagle_config.eagle_aux_hidden_state_layer_ids: specforge==0.2.0's default "
+        "[1, L//2-1, L-4] = [1, 29, 57]" in plan.assumptions
+    )
+    assert resolve(nested(1, 29, 57), KIMI, "specforge==0.2.0").ids_source == NESTED
