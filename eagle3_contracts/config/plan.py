@@ -179,9 +179,9 @@ def resolve(
     if native is None:
         boundaries = conv.default.boundaries(n)
         if boundaries is None:
-            where = " or ".join(conv.id_paths) or "the config"
             raise ContractError(
-                f"{conv.name} needs explicit ids and the draft config has none at {where}",
+                f"{conv.name} needs explicit ids and the draft config has none {_where(conv)}"
+                + (f" (they are set with {conv.id_setting})" if conv.id_setting else ""),
                 field="layer_ids",
             )
         refused = None
@@ -229,10 +229,8 @@ def _release_plan(
     ids = feed.canonical
     family = feed.release.split("==", 1)[0]
     conv = conventions.get(_FAMILY_CONVENTION.get(family, "sglang"))
-    if partition is not None and feed.kind in ("segments", "crash"):
-        ids, pp_dropped = _pipeline(conv, ids, target.num_layers, partition, notes)
-    else:
-        pp_dropped = ()
+    # an unsupported or unknown row collects nothing: the partition is still checked
+    ids, pp_dropped = _pipeline(conv, ids, target.num_layers, partition, notes)
     return CapturePlan(
         system=system,
         layer_ids=ids,
@@ -292,10 +290,14 @@ def _read_ids(
             f"; the ids {list(ids)} at {p} are ignored by {conv.system}" for p, ids in written
         )
         notes.append(
-            f"no ids at {' or '.join(conv.id_paths)}: fell back to the default "
-            f"{conv.describe_default(n)}{ignored}"
+            f"no ids {_where(conv)}: fell back to the default {conv.describe_default(n)}{ignored}"
         )
     return None, "default"
+
+
+def _where(conv: Convention) -> str:
+    """Where ``conv`` reads ids: ``at a or b``, or ``in the config`` (ids set elsewhere)."""
+    return f"at {' or '.join(conv.id_paths)}" if conv.id_paths else "in the config"
 
 
 def _refusal(conv: Convention, native: tuple[int, ...], n: int) -> str | None:

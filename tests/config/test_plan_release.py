@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from eagle3_contracts import compare, resolve
+from eagle3_contracts import ContractError, compare, resolve
 from eagle3_contracts.config import serving
 from eagle3_contracts.config.plan import FindingKind as K
 from eagle3_contracts.config.readers import IDS_FIELD, read_draft_config, read_target_config
@@ -122,6 +122,15 @@ def test_an_unsupported_row_has_nothing_to_drop() -> None:
     plan = resolve(draft, GEMMA, "vllm", partition=LayerPartition.even(34, 2))
     assert (plan.kind, plan.pp_dropped, plan.layer_ids) == ("unsupported", (), ())
     assert plan.notes == feed(draft, GEMMA, "vllm").notes
+
+
+def test_a_partition_of_another_depth_is_refused_on_every_row() -> None:
+    # an unsupported row collects nothing, but a partition for a 30-layer model on a 34-layer
+    # target is still the user's mistake, named as such
+    with pytest.raises(ContractError) as err:
+        resolve(nested(1, 16, 30), GEMMA, "vllm", partition=LayerPartition.even(30, 2))
+    assert err.value.field == "partition"
+    assert str(err.value) == "the pipeline partition covers 30 layers but the target has 34"
 
 
 # -- verdicts on the trained side ---------------------------------------------------------------

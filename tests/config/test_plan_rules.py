@@ -393,3 +393,63 @@ def test_a_plan_without_its_convention_is_fixed_through_the_registry_entry() -> 
     findings = compare(TRAINED, served)
     assert all(f.fix_native_ids == (2, 30, 58) for f in findings)
     assert findings[0].fix == "set EagleDecodingConfig.eagle3_layers_to_capture = [2, 30, 58]"
+
+
+# -- a user's own convention (resolve takes a Convention) ----------------------------------------
+def own(**changes: object) -> conventions.Convention:
+    """A user's registry row for an in-house engine: output ids read from eagle_config."""
+    base = conventions.Convention(
+        name="in-house",
+        system="in-house engine",
+        role=conventions.Role.ENGINE,
+        meaning=conventions.Meaning.OUTPUT,
+        offset_rule=conventions.OffsetRule.IDENTITY,
+        id_paths=(NESTED,),
+        default=conventions.DefaultRule.OUTPUTS_1_MIDM1_LM4,
+        validation=conventions.Validation.REFUSED,
+        sources=("in-house wiki",),
+    )
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.mark.parametrize(
+    ("rule", "ids", "refused"),
+    [
+        # ids[0] == 1: +1, so 61 is boundary 62, past a 61-layer target (range -1..60)
+        (conventions.OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE, [1, 61], "ids [61] are outside the "
+         "accepted range -1..60 for 61 layers"),
+        (conventions.OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE, [2, 61], None),  # loop indices
+        # max(ids) == L: loop indices, so 61 is boundary 61 (the last layer's output)
+        (conventions.OffsetRule.LOOP_IF_MAX_IS_L, [2, 61], None),
+        (conventions.OffsetRule.LOOP_IF_MAX_IS_L, [2, 60], None),
+        (conventions.OffsetRule.LOOP_IF_MAX_IS_L, [-2, 60], "ids [-2] are outside the accepted "
+         "range -1..60 for 61 layers"),
+    ],
+)  # fmt: skip
+def test_a_refusal_applies_a_list_level_offset_rule_to_the_whole_list(
+    rule: conventions.OffsetRule, ids: list[int], refused: str | None
+) -> None:
+    plan = resolve(nested(*ids), KIMI, own(offset_rule=rule))
+    assert plan.refused == refused
+
+
+def test_ids_set_outside_any_config_ignore_every_id_written_naming_each() -> None:
+    system = own(id_paths=(), id_setting="--aux-layers")
+    plan = resolve({**nested(2, 30, 58), IDS_FIELD: [3, 31, 59]}, KIMI, system)
+    assert (plan.ids_source, plan.layer_ids) == ("default", (1, 29, 57))
+    assert plan.notes == (
+        "no ids in the config: fell back to the default outputs (1, L//2-1, L-4) = (1, 29, 57) "
+        f"for L = 61; the ids [2, 30, 58] at {NESTED} are ignored by in-house engine; the ids "
+        f"[3, 31, 59] at {IDS_FIELD} are ignored by in-house engine",
+    )
+
+
+def test_required_ids_set_outside_any_config_are_refused_naming_where_to_set_them() -> None:
+    system = own(id_paths=(), id_setting="--aux-layers", default=conventions.DefaultRule.REQUIRED)
+    with pytest.raises(ContractError) as err:
+        resolve(nested(2, 30, 58), KIMI, system)
+    assert err.value.field == "layer_ids"
+    assert str(err.value) == (
+        "in-house needs explicit ids and the draft config has none in the config (they are set "
+        "with --aux-layers)"
+    )
