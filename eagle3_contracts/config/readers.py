@@ -197,11 +197,12 @@ def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any])
         sizes = _with_defaults(sizes, prefix, src, filled)
     num_layers = _first_int(sizes, _NUM_LAYERS_KEYS, src, prefix)
     if num_layers > MAX_NUM_LAYERS:  # issue 12: a typo like 10**12 would loop over every layer
+        key = next(k for k in _NUM_LAYERS_KEYS if sizes.get(k) is not None)  # the key written
         raise ConfigError(
-            f"{prefix}num_hidden_layers = {num_layers} is over the limit of {MAX_NUM_LAYERS} "
+            f"{prefix}{key} = {num_layers} is over the limit of {MAX_NUM_LAYERS} "
             f"layers (released models have a few hundred at most)",
             source=src,
-            field=prefix + "num_hidden_layers",
+            field=prefix + key,
         )
     hidden = _first_int(sizes, _HIDDEN_KEYS, src, prefix)
     vocab = _pos_int(sizes, "vocab_size", src, prefix=prefix)
@@ -210,7 +211,7 @@ def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any])
     text_type = _str(sizes, "model_type", src, prefix=prefix) if sizes is not data else None
     archs = _str_list(data, "architectures", src)
     if sizes is not data and not archs and isinstance(sizes.get("architectures"), list):
-        archs = _str_list(sizes, "architectures", src)
+        archs = _str_list(sizes, "architectures", src, prefix=prefix)
     return TargetConfig(
         source=src,
         num_layers=num_layers,
@@ -229,8 +230,10 @@ def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any])
 
 def _section(data: Mapping[str, Any], path: str, src: str) -> Mapping[str, Any] | None:
     node: Mapping[str, Any] | None = data
-    for part in path.split("."):
-        node = _object(node, part, src) if node is not None else None
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        prefix = "".join(f"{p}." for p in parts[:i])
+        node = _object(node, part, src, prefix=prefix) if node is not None else None
     return node
 
 
@@ -291,7 +294,9 @@ def transformers_defaults(model_type: str) -> dict[str, Any] | None:
             (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
         )
         if init is not None:  # transformers 4: defaults are __init__ keyword defaults
-            args = init.args.args[len(init.args.args) - len(init.args.defaults) :]
+            # defaults cover the last positional parameters, positional-only ones included
+            positional = [*init.args.posonlyargs, *init.args.args]
+            args = positional[len(positional) - len(init.args.defaults) :]
             for arg, default in zip(args, init.args.defaults, strict=True):
                 if arg.arg in wanted and isinstance(default, ast.Constant):
                     out.setdefault(arg.arg, default.value)
@@ -435,12 +440,16 @@ def _first_int(data: Mapping[str, Any], keys: tuple[str, ...], src: str, prefix:
     )
 
 
-def _object(data: Mapping[str, Any], key: str, src: str) -> Mapping[str, Any] | None:
+def _object(
+    data: Mapping[str, Any], key: str, src: str, *, prefix: str = ""
+) -> Mapping[str, Any] | None:
     """``data[key]`` if it is a JSON object, ``None`` if absent or null."""
     value = data.get(key)
     if value is not None and not isinstance(value, Mapping):
         raise ConfigError(
-            f"{key} must be a JSON object, got {_tname(value)}", source=src, field=key
+            f"{prefix}{key} must be a JSON object, got {_tname(value)}",
+            source=src,
+            field=prefix + key,
         )
     return value
 
@@ -456,13 +465,15 @@ def _str(data: Mapping[str, Any], key: str, src: str, *, prefix: str = "") -> st
     return value
 
 
-def _str_list(data: Mapping[str, Any], key: str, src: str) -> tuple[str, ...]:
+def _str_list(data: Mapping[str, Any], key: str, src: str, *, prefix: str = "") -> tuple[str, ...]:
     value = data.get(key)
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(
-            f"{key} must be a list of strings, got {_tname(value)}", source=src, field=key
+            f"{prefix}{key} must be a list of strings, got {_tname(value)}",
+            source=src,
+            field=prefix + key,
         )
     return tuple(value)
 

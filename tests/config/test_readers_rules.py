@@ -112,6 +112,18 @@ TARGET_REFUSALS = [
     ({**TARGET, "architectures": [1]}, "architectures", "must be a list of strings, got list [1]"),
     ({"text_config": [1]}, "text_config", "must be a JSON object, got list [1]"),
     ({"thinker_config": 0}, "thinker_config", "must be a JSON object, got number 0"),
+    # a nested section is named by its whole path
+    (
+        {"thinker_config": {"text_config": 3}},
+        "thinker_config.text_config",
+        "must be a JSON object, got number 3",
+    ),
+    # a section's architectures are named with the section
+    (
+        {"text_config": {**TARGET, "architectures": ["A", 1]}},
+        "text_config.architectures",
+        "must be a list of strings, got list ['A', 1]",
+    ),
     (
         {"text_config": {**TARGET, "vocab_size": 0}},
         "text_config.vocab_size",
@@ -169,6 +181,12 @@ def test_the_depth_limit_names_value_and_limit() -> None:
     assert str(err).startswith(
         f"<dict>: text_config.num_hidden_layers = {10**12} is over the limit of {MAX_NUM_LAYERS}"
     )
+
+
+def test_the_depth_limit_names_the_key_written() -> None:
+    err = refusal(read_target_config, {"text_config": {"n_layer": 10**6, "hidden_size": 4}})
+    assert err.field == "text_config.n_layer"
+    assert str(err).startswith(f"<dict>: text_config.n_layer = {10**6} is over the limit")
 
 
 def test_the_id_count_limit_names_count_and_limit() -> None:

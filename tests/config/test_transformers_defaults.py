@@ -329,3 +329,27 @@ def test_the_installed_transformers_completes_a_llava_text_config() -> None:
         "text_config.vocab_size = 32000 (transformers LlamaConfig default)",
     )
     assert (t.model_type, t.text_model_type, t.section) == ("llava", "llama", "text_config.")
+
+
+# transformers 4 with a positional-only parameter: defaults cover posonly and plain arguments.
+T4_POSONLY = """
+class OddConfig:
+    model_type = "odd"
+
+    def __init__(self, vocab_size=10, /, num_hidden_layers=2, hidden_size=8, **kwargs):
+        pass
+"""
+
+
+def test_positional_only_defaults_are_read_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_transformers(monkeypatch, tmp_path, odd=T4_POSONLY)
+    assert transformers_defaults("odd") == {
+        "vocab_size": 10,
+        "num_hidden_layers": 2,
+        "hidden_size": 8,
+        "__class__": "transformers OddConfig",
+    }
+    t = read_target_config({"text_config": {"model_type": "odd"}})
+    assert (t.num_layers, t.hidden_size, t.vocab_size) == (2, 8, 10)
