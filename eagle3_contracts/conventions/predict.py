@@ -516,8 +516,9 @@ class _Context:
         else:
             runner = default
             why = rule.get("assumes", "")
+        said = "; ".join(part for part in (why, rule.get("source", "")) if part)
         self.assumptions.append(
-            f"runner {runner} (the release's default: {why}; {rule.get('source', '')}); name "
+            f"runner {runner} (the release's default{': ' + said if said else ''}); name "
             f"another with '{self.release}:v1' or ':v2'"
         )
         return runner
@@ -888,18 +889,24 @@ def predict_training(
             notes=(f"{trainer.name} refuses this config: {'; '.join(refused)}",),
         )
     captured = predict_feed(trainer.engine, draft_config, target_config, explicit_ids=ids)
+    kind, crash = captured.kind, captured.crash
+    # the engine sized its fc from the draft config; the trainer builds it for len(ids) states,
+    # so training crashes only when the capture holds another number of states
+    if crash == "fc-width-mismatch" and len(captured.canonical) == len(ids):
+        kind, crash = "segments", None
     return Feed(
-        kind=captured.kind,
+        kind=kind,
         canonical=captured.canonical,
         width_states=len(ids) if captured.kind != "unknown" else None,
-        crash=captured.crash if captured.crash != "fc-width-mismatch" else None,
+        crash=crash,
         release=trainer.name,
         runner=None,
         model_file=captured.model_file,
         source=f"{source}; features captured by {captured.system}: {captured.source}",
         assumptions=(
             *assumptions,
-            f"training features = what {trainer.engine} captures for {captured.model_file} "
+            f"training features = what {trainer.engine} captures for "
+            f"{captured.model_file or 'this target'} "
             "(offline capture; the online path uses a patched SGLang 0.5.14 server assumed to "
             "call the same setter)",
             *captured.assumptions,

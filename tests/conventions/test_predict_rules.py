@@ -1194,7 +1194,7 @@ def test_a_runner_table_without_its_list_allows_both(monkeypatch: pytest.MonkeyP
     feed = predict_feed("vllm==0.33.0", top(3, 17, 30), LLAMA)
     assert feed.runner == "v1"
     assert feed.assumptions == (
-        "runner v1 (the release's default: ; vllm/config/vllm.py:731 use_v2_model_runner); name "
+        "runner v1 (the release's default: vllm/config/vllm.py:731 use_v2_model_runner); name "
         "another with 'vllm==0.33.0:v1' or ':v2'",
     )
 
@@ -1507,3 +1507,35 @@ def test_a_target_crash_keeps_the_state_of_what_was_stored() -> None:
     gemma = {"architectures": ["Gemma3ForCausalLM"], "num_hidden_layers": 34, "hidden_size": 8}
     feed = predict_feed("sglang==0.5.23", nested(40), gemma)  # 41: never reached
     assert (feed.kind, feed.crash, feed.state) == ("crash", "no-aux-states", predict.DELTA)
+
+
+# -- a trainer's fc is built for its ids, not for the engine's draft-config width ---------------
+def test_training_features_narrower_than_the_trainers_fc_are_a_named_crash() -> None:
+    # ids[0] == 1: +1, so 31 is loop index 32, which a 32-layer SGLang 0.5.14 loop never reaches:
+    # two states for the three-state fc SpecForge builds (the crash class used to be dropped)
+    feed = predict_training("specforge==0.2.0", nested(1, 15, 31), LLAMA)
+    assert (feed.kind, feed.crash, feed.canonical, feed.width_states) == (
+        "crash",
+        "fc-width-mismatch",
+        (1, 15),
+        3,
+    )
+
+
+def test_an_engine_fc_width_from_the_draft_config_does_not_crash_training() -> None:
+    # num_aux_hidden_states sizes the engine's fc, not the trainer's: three ids, three states
+    feed = predict_training("specforge==0.2.0", nested(1, 15, 28, num_aux_hidden_states=4), LLAMA)
+    assert (feed.kind, feed.crash, feed.canonical) == ("segments", None, (1, 15, 28))
+    draft = {"num_aux_hidden_states": 4, **nested(1, 15, 28)}
+    feed = predict_training("specforge==0.2.0", draft, LLAMA)
+    assert (feed.kind, feed.crash, feed.canonical) == ("segments", None, (1, 15, 28))
+
+
+def test_a_training_capture_of_an_unknown_model_file_says_this_target() -> None:
+    foo = {"architectures": ["FooForCausalLM"], "num_hidden_layers": 32, "hidden_size": 64}
+    feed = predict_training("specforge==0.2.0", nested(1, 15, 28), foo)
+    assert (feed.kind, feed.model_file) == ("unknown", "")
+    assert feed.assumptions[0] == (
+        "training features = what sglang==0.5.14 captures for this target (offline capture; the "
+        "online path uses a patched SGLang 0.5.14 server assumed to call the same setter)"
+    )
