@@ -1,0 +1,465 @@
+"""``conventions.releases`` at its edges: which releases are known and in what order (the newest
+is what an unversioned name means), refusals naming the field and the accepted values, which
+model file a target's architectures or model_type pick, what each alias stands for, and how a
+probed table row becomes a ``Convention`` (or why it cannot).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from eagle3_contracts.conventions import (
+    Dedup,
+    DefaultRule,
+    Meaning,
+    OffsetRule,
+    PipelineParallel,
+    Role,
+)
+from eagle3_contracts.conventions import releases as R
+from eagle3_contracts.conventions.predict import newest_release
+from eagle3_contracts.errors import ContractError
+
+NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
+
+
+# -- the shipped tables ----------------------------------------------------------------------------
+def test_known_releases_are_ordered_by_version_number_not_text() -> None:
+    known = R.known_releases()
+    assert list(known) == ["sglang", "vllm"]  # trainers/ is not a framework
+    assert known["sglang"][:3] == ("0.5.5", "0.5.12", "0.5.13")  # 0.5.5 before 0.5.12
+    assert known["sglang"][-1] == "0.5.23" and known["vllm"][-1] == "0.33.0"
+    assert {"0.21.0", "0.32.0"} <= set(known["vllm"])
+
+
+class _Listing:
+    """A data folder whose entries are listed in reverse name order (no order is promised)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def iterdir(self):
+        return iter(sorted(self.path.iterdir(), reverse=True))
+
+    def is_file(self) -> bool:
+        return self.path.is_file()
+
+    def joinpath(self, *parts: str):
+        sub = self.path.joinpath(*parts)
+        return _Listing(sub) if sub.is_dir() else sub
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    R.load_table.cache_clear()
+    R.load_trainer_table.cache_clear()
+    monkeypatch.setattr(R, "_data_dir", lambda: _Listing(tmp_path))
+    (tmp_path / "trainers").mkdir()
+    yield tmp_path
+    R.load_table.cache_clear()
+    R.load_trainer_table.cache_clear()
+
+
+def _write(folder: Path, name: str, table: dict | None = None) -> None:
+    (folder / name).write_text(json.dumps(table or {"name": name}), encoding="utf-8")
+
+
+def test_post_and_pre_releases_order_around_their_release(data_dir: Path) -> None:
+    for name in (
+        "vllm-0.9.0.json",
+        "sglang-0.5.10.post1.json",
+        "sglang-0.5.9.json",
+        "sglang-0.5.10.json",
+        "sglang-0.5.11rc1.json",  # "11rc1" is no number: orders as 0.5
+        "sglang-0.5.10post2.json",
+        "aaa-1.0-beta.json",  # split at the first "-" only
+        "notes.json",  # no "-": not a release table
+        "sglang-0.6.0.txt",  # not a table
+    ):
+        _write(data_dir, name)
+    assert R.known_releases() == {
+        "aaa": ("1.0-beta",),
+        "sglang": ("0.5.11rc1", "0.5.9", "0.5.10", "0.5.10.post1", "0.5.10post2"),
+        "vllm": ("0.9.0",),
+    }
+    assert list(R.known_releases()) == ["aaa", "sglang", "vllm"]
+    assert newest_release("sglang") == "0.5.10post2"  # what unversioned 'sglang' would mean
+    assert R.load_table("sglang", "0.5.10.post1") == {"name": "sglang-0.5.10.post1.json"}
+
+
+def test_an_unknown_framework_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ContractError) as err:
+        R.load_table("tgi", "3.0")
+    assert err.value.field == "convention"
+    assert str(err.value) == (
+        "no release tables for framework 'tgi'; known frameworks: sglang, vllm "
+        "(e.g. 'sglang==0.5.23')"
+    )
+
+
+def test_an_unprobed_release_is_refused_naming_every_probed_one() -> None:
+    with pytest.raises(ContractError) as err:
+        R.load_table("vllm", "0.20.0")
+    assert err.value.field == "convention"
+    assert str(err.value) == (
+        "vllm==0.20.0 has not been probed; known vllm releases: 0.21.0, 0.22.0, 0.32.0, 0.33.0. "
+        "Probe it with `python -m eagle3_contracts.probe refresh --release vllm==0.20.0` "
+        "(needs the package index)"
+    )
+
+
+def test_a_probed_table_is_that_releases_table() -> None:
+    table = R.load_table("sglang", "0.5.12")
+    assert (table["framework"], table["version"]) == ("sglang", "0.5.12")
+    trainer = R.load_trainer_table("specforge", "0.2.0")
+    assert trainer["resolver"]["refuses"]
+
+
+def test_an_unprobed_trainer_release_is_refused_naming_the_probed_ones() -> None:
+    with pytest.raises(ContractError) as err:
+        R.load_trainer_table("specforge", "0.3.0")
+    assert err.value.field == "trained_with"
+    assert str(err.value) == (
+        "specforge==0.3.0 has not been probed; probed trainer releases: specforge==0.2.0 (probe "
+        "it with `python -m eagle3_contracts.probe refresh --release specforge==0.3.0`, which "
+        "needs the package index)"
+    )
+
+
+def test_the_trainer_list_names_each_table_once_as_a_release(data_dir: Path) -> None:
+    trainers = data_dir / "trainers"
+    _write(trainers, "specforge-0.2.0.json", {"resolver": "ok"})
+    _write(trainers, "eagle-1.0-rc1.json")
+    (trainers / "readme.txt").write_text("x", encoding="utf-8")
+    (trainers / "specforge-0.4.0.json").mkdir()  # a folder is no table
+    assert R.load_trainer_table("specforge", "0.2.0") == {"resolver": "ok"}
+    for version in ("0.3.0", "0.4.0"):
+        with pytest.raises(ContractError) as err:
+            R.load_trainer_table("specforge", version)
+        assert err.value.field == "trained_with"
+        assert (
+            "probed trainer releases: eagle==1.0-rc1, specforge==0.2.0, specforge==0.4.0 (probe"
+            in str(err.value)
+        )
+
+
+# -- choosing the model file -----------------------------------------------------------------------
+SG23 = R.load_table("sglang", "0.5.23")
+SG5 = R.load_table("sglang", "0.5.5")
+VL33 = R.load_table("vllm", "0.33.0")
+
+
+@pytest.mark.parametrize(
+    ("table", "target", "key"),
+    [
+        # the first registered architecture wins, before model_type
+        (SG23, {"architectures": ["NoSuchForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"]},
+         "llama.py:LlamaForCausalLM"),
+        (SG23, {"architectures": ["LlamaForCausalLM"], "model_type": "qwen3"},
+         "llama.py:LlamaForCausalLM"),
+        (SG23, {"architectures": ["NoSuchForCausalLM"], "model_type": "qwen3"},
+         "qwen3.py:Qwen3ForCausalLM"),
+        # a wrapper the release reads itself is its own row
+        (SG23, {"architectures": ["KimiK25ForConditionalGeneration"]},
+         "kimi_k25.py:KimiK25ForConditionalGeneration"),
+        # a wrapper delegating to a language model built at run time: its language model's row
+        (VL33, {"architectures": ["KimiK25ForConditionalGeneration"]},
+         "deepseek_v2.py:DeepseekV3ForCausalLM"),
+        # a wrapper the release does not register: its language model's row
+        (SG5, {"architectures": ["KimiK25ForConditionalGeneration"]},
+         "deepseek_v2.py:DeepseekV3ForCausalLM"),
+        # a delegating class no map names is still its own row (it then needs reading)
+        (VL33, {"architectures": ["PixtralForConditionalGeneration"]},
+         "pixtral.py:PixtralForConditionalGeneration"),
+        # model_type: the mapped file's ...ForCausalLM, the first by name when it has several
+        (SG23, {"model_type": "kimi_k2"}, "deepseek_v2.py:DeepseekV2ForCausalLM"),
+        (SG23, {"model_type": "gemma3_causal"}, "gemma3_causal.py:Gemma3ForCausalLM"),
+        (SG23, {"model_type": "gemma3_mm"}, "gemma3_mm.py:Gemma3ForConditionalGeneration"),
+        (VL33, {"model_type": "qwen3"}, "qwen3.py:Qwen3ForCausalLM"),
+    ],
+)  # fmt: skip
+def test_the_model_file_follows_architectures_then_model_type(
+    table: dict, target: dict, key: str
+) -> None:
+    assert R.model_file_for(table, **target) == key
+
+
+def _known(table: dict) -> tuple[str, str]:
+    archs = sorted(table["architectures"])
+    files = ", ".join(sorted({k.split(":", 1)[0] for k in table["classes"]}))
+    return ", ".join(archs[:40]) + (" ..." if len(archs) > 40 else ""), files
+
+
+@pytest.mark.parametrize(
+    ("table", "target", "given"),
+    [
+        (SG5, {"architectures": ["NoSuchForCausalLM", "OtherModel"], "model_type": "nosuch"},
+         "architectures ['NoSuchForCausalLM', 'OtherModel'], model_type 'nosuch'"),
+        (SG5, {"architectures": ["NoSuchForCausalLM"]}, "architectures ['NoSuchForCausalLM']"),
+        (SG5, {"model_type": "nosuch"}, "model_type 'nosuch'"),
+        (SG5, {}, "an unknown target"),
+        (VL33, {"model_type": ""}, "an unknown target"),
+    ],
+)  # fmt: skip
+def test_an_unknown_model_file_is_refused_naming_what_is_known(
+    table: dict, target: dict, given: str
+) -> None:
+    with pytest.raises(ContractError) as err:
+        R.model_file_for(table, **target)
+    assert err.value.field == "architectures"
+    archs, files = _known(table)
+    release = f"{table['framework']}=={table['version']}"
+    assert str(err.value) == (
+        f"{release} has no probed model file for {given}: pass the target's config "
+        f"(architectures/model_type). Known architectures: {archs}; model files: {files}"
+    )
+
+
+@pytest.mark.parametrize(("count", "more"), [(40, False), (41, True)])
+def test_the_known_architectures_are_listed_up_to_forty(count: int, more: bool) -> None:
+    names = [f"A{i:02d}ForCausalLM" for i in range(count)]
+    table = {
+        "framework": "sglang",
+        "version": "9.9",
+        "architectures": {n: f"a.py:{n}" for n in reversed(names)},
+        "classes": {f"b.py:{n}": {} for n in names} | {f"a.py:{n}": {} for n in names},
+    }
+    with pytest.raises(ContractError) as err:
+        R.model_file_for(table)
+    listed = ", ".join(names[:40]) + (" ..." if more else "")
+    assert str(err.value).endswith(f"Known architectures: {listed}; model files: a.py, b.py")
+
+
+# -- release conventions and aliases ---------------------------------------------------------------
+def test_a_release_name_is_read_however_it_is_cased_or_spaced() -> None:
+    convention = R.release_convention(" SGLang ", " 0.5.23 ", architectures=["LlamaForCausalLM"])
+    assert convention.name == "sglang==0.5.23:llama.py"
+    assert convention == R.release_convention(
+        "sglang", "0.5.23", architectures=("LlamaForCausalLM",)
+    )
+    assert convention.system == "SGLang 0.5.23, llama.py (LlamaForCausalLM)"
+
+
+@pytest.mark.parametrize(
+    ("name", "convention", "rule", "paths"),
+    [
+        ("sglang-legacy", "sglang==0.5.12:llama.py", OffsetRule.PLUS_ONE_ALWAYS, (NESTED,)),
+        ("sglang", "sglang==0.5.23:deepseek_v2.py", OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE,
+         (NESTED,)),
+        ("sglang-gpt-oss", "sglang==0.5.17:gpt_oss.py", OffsetRule.LOOP_IF_MAX_IS_L, (NESTED,)),
+        ("vllm", "vllm==0.21.0:llama.py", OffsetRule.BOUNDARY,
+         ("eagle_aux_hidden_state_layer_ids",)),
+        ("vllm-nested", "vllm==0.33.0:llama.py", OffsetRule.BOUNDARY,
+         ("eagle_aux_hidden_state_layer_ids", NESTED)),
+    ],
+)  # fmt: skip
+def test_each_alias_is_its_release_and_model_file(
+    name: str, convention: str, rule: OffsetRule, paths: tuple[str, ...]
+) -> None:
+    alias = R.ALIASES[name]
+    assert f"{alias.framework}=={alias.version}:{alias.model_file}" == convention
+    got = R.alias_convention(name)
+    assert (got.name, got.release, got.offset_rule, got.id_paths) == (
+        convention,
+        alias.release,
+        rule,
+        paths,
+    )
+    assert got == R.release_convention(
+        alias.framework, alias.version, model_type=alias.model_file.removesuffix(".py")
+    )
+
+
+def test_an_alias_splits_its_release_at_the_first_equals_pair() -> None:
+    alias = R.Alias("sglang==0.5.23==local", "llama.py", "a local build")
+    assert (alias.framework, alias.version) == ("sglang", "0.5.23==local")
+
+
+def test_a_name_that_is_no_alias_is_refused_naming_the_aliases() -> None:
+    with pytest.raises(ContractError) as err:
+        R.alias_convention("sglang==0.5.23")
+    assert err.value.field == "convention"
+    assert str(err.value) == (
+        "'sglang==0.5.23' is not an alias of a release; aliases: sglang-legacy, sglang, "
+        "sglang-gpt-oss, vllm, vllm-nested"
+    )
+
+
+# -- a table row as a Convention -------------------------------------------------------------------
+def test_a_release_row_becomes_the_convention_of_that_release() -> None:
+    c = R.convention_from_table(SG23, "deepseek_v2.py:DeepseekV3ForCausalLM")
+    wheel = "sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl"
+    assert (c.name, c.release) == ("sglang==0.5.23:deepseek_v2.py", "sglang==0.5.23")
+    assert c.system == "SGLang 0.5.23, deepseek_v2.py (DeepseekV3ForCausalLM)"
+    assert (c.role, c.meaning, c.offset_rule) == (
+        Role.ENGINE,
+        Meaning.CONDITIONAL,
+        OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE,
+    )
+    assert (c.id_paths, c.default, c.concat_order, c.dedup) == (
+        (NESTED,),
+        DefaultRule.BOUNDARIES_2_MID_LM3,
+        "ascending",
+        Dedup.MEMBERSHIP,
+    )
+    assert (c.embedding_reachable, c.last_output_reachable, c.embedding_caveat) == (True, False, "")
+    assert (c.pipeline_parallel, c.pp_split_rule, c.captures_before_layer) == (
+        PipelineParallel.LAST_STAGE_ONLY,
+        "sglang",
+        True,  # "into layer"
+    )
+    assert c.notes == (
+        f"Probed from the released wheel {wheel}: deepseek_v2.py:DeepseekV2ForCausalLM."
+        "set_eagle3_layers_to_capture (line 3458)",
+        f"Ids read from {NESTED} (sglang/srt/model_executor/model_runner_components/"
+        "spec_aux_hidden_state.py:_resolve_eagle_aux_hidden_state).",
+        "Placement: deepseek_v2.py DeepseekV2Model.forward: into layer tests i and stores "
+        "hidden+residual (hidden when residual is None) (line 3193)",
+    )
+    assert c.sources == (
+        f"sglang==0.5.23 wheel {wheel} sha256 00b3cd5b265ac76c",
+        "goldens/registry/sglang-0.5.23.json classes['deepseek_v2.py:DeepseekV3ForCausalLM']",
+    )
+
+
+def test_a_vllm_row_names_both_paths_its_sorted_set_and_its_raising_grid_cases() -> None:
+    c = R.convention_from_table(VL33, "llama.py:LlamaForCausalLM")
+    assert c.system == "vLLM 0.33.0, llama.py (LlamaForCausalLM)"
+    assert (c.meaning, c.offset_rule, c.dedup) == (
+        Meaning.BOUNDARY,
+        OffsetRule.BOUNDARY,
+        Dedup.SORTED_SET,
+    )
+    assert c.id_paths == ("eagle_aux_hidden_state_layer_ids", NESTED)
+    assert (c.embedding_reachable, c.last_output_reachable) == (True, True)
+    assert (c.pipeline_parallel, c.pp_split_rule) == (PipelineParallel.DEPENDS, "vllm")
+    assert not c.captures_before_layer  # "before stack" and "after layer"
+    assert c.notes[1] == (
+        f"Ids read from eagle_aux_hidden_state_layer_ids then {NESTED} "
+        "(vllm/v1/worker/gpu_model_runner.py:GPUModelRunner._get_eagle3_aux_layers_from_config)."
+    )
+    assert c.notes[2] == (
+        "Placement: llama.py LlamaModel.forward: before stack tests start and stores "
+        "hidden+residual (hidden when residual is None) (line 429); after layer tests i+1 and "
+        "stores hidden+residual (hidden when residual is None) (line 439)"
+    )
+    assert c.notes[3:] == ("The selection raises for grid cases ['none'].",)
+
+
+def test_an_unreachable_embedding_is_a_caveat() -> None:
+    c = R.convention_from_table(SG5, "llama.py:LlamaForCausalLM")
+    assert (c.meaning, c.offset_rule) == (Meaning.OUTPUT, OffsetRule.PLUS_ONE_ALWAYS)
+    assert not c.embedding_reachable and not c.last_output_reachable
+    assert c.embedding_caveat == "raises: hidden_states + residual with residual None at layer 0"
+    assert c.captures_before_layer  # "before layer"
+    assert c.notes[2] == (
+        "Placement: llama.py LlamaModel.forward: before layer tests i and stores hidden+residual "
+        "(line 339)"
+    )
+
+
+def test_a_wrapper_row_is_named_by_the_file_whose_rule_applies() -> None:
+    key = "qwen3_moe.py:Qwen3MoeForCausalLM"  # delegates to qwen2_moe.py's model
+    c = R.convention_from_table(SG23, key)
+    assert c.name == "sglang==0.5.23:qwen3_moe.py"
+    assert c.notes[-1] == (
+        "The inner model's setter raises for ['first_is_1_max_is_L', 'max_is_L', 'none']."
+    )
+    assert c.sources[1] == f"goldens/registry/sglang-0.5.23.json classes[{key!r}]"
+    kimi = R.convention_from_table(SG23, "kimi_k25.py:KimiK25ForConditionalGeneration")
+    assert kimi.name == "sglang==0.5.23:deepseek_v2.py"
+    assert kimi.system == "SGLang 0.5.23, deepseek_v2.py (KimiK25ForConditionalGeneration)"
+
+
+def _edited(table: dict, key: str, **selection: object) -> dict:
+    out = copy.deepcopy(table)
+    out["classes"][key]["selection"].update(selection)
+    return out
+
+
+LLAMA_KEY = "llama.py:LlamaForCausalLM"
+
+
+@pytest.mark.parametrize(
+    ("rule", "meaning", "offset", "dedup"),
+    [
+        ("plus_one", Meaning.OUTPUT, OffsetRule.PLUS_ONE_ALWAYS, Dedup.MEMBERSHIP),
+        ("identity", Meaning.BOUNDARY, OffsetRule.BOUNDARY, Dedup.MEMBERSHIP),
+        ("sorted_set", Meaning.BOUNDARY, OffsetRule.BOUNDARY, Dedup.SORTED_SET),
+        ("plus_one_if_first_is_one", Meaning.CONDITIONAL, OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE,
+         Dedup.MEMBERSHIP),
+        ("identity_if_max_is_L_else_plus_one", Meaning.CONDITIONAL, OffsetRule.LOOP_IF_MAX_IS_L,
+         Dedup.MEMBERSHIP),
+    ],
+)  # fmt: skip
+def test_each_probed_rule_maps_to_the_registry_vocabulary(
+    rule: str, meaning: Meaning, offset: OffsetRule, dedup: Dedup
+) -> None:
+    c = R.convention_from_table(_edited(SG23, LLAMA_KEY, rule=rule), LLAMA_KEY)
+    assert (c.meaning, c.offset_rule, c.dedup) == (meaning, offset, dedup)
+
+
+def test_a_row_raising_on_grid_cases_and_at_the_last_rank_says_so() -> None:
+    table = _edited(
+        SG23, LLAMA_KEY, raises_on=["max_is_L"], inner_raises_on=["none"], last_rank_only=False
+    )
+    c = R.convention_from_table(table, LLAMA_KEY)
+    assert c.notes[3:] == (
+        "The selection raises for grid cases ['max_is_L'].",
+        "The inner model's setter raises for ['none'].",
+    )
+    assert c.pipeline_parallel is PipelineParallel.DEPENDS
+
+
+def test_an_unknown_framework_and_a_table_without_a_wheel_still_cite_the_release() -> None:
+    table = copy.deepcopy(SG23)
+    table["framework"] = "tgi"
+    del table["wheel"]
+    c = R.convention_from_table(table, LLAMA_KEY)
+    assert c.system == "tgi 0.5.23, llama.py (LlamaForCausalLM)"
+    assert (c.pp_split_rule, c.release) == ("tgi", "tgi==0.5.23")
+    assert c.notes[0].startswith("Probed from the released wheel tgi==0.5.23: llama.py:")
+    assert c.sources == (
+        "tgi==0.5.23 wheel ? sha256 ?",
+        f"goldens/registry/tgi-0.5.23.json classes[{LLAMA_KEY!r}]",
+    )
+
+
+def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> None:
+    table = _edited(SG23, LLAMA_KEY, rule="reversed", default="3,L//2+1,L-2")
+    table["classes"][LLAMA_KEY]["needs_reading"] = ["llama.py:10: call of 'f'"]
+    table["id_source"]["precedence"] = []
+    forward = table["classes"][LLAMA_KEY]["placement"]["forward"]
+    table["model_files"]["llama.py"]["placement"][forward]["boundary_minus_element"] = 1
+    with pytest.raises(ContractError) as err:
+        R.convention_from_table(table, LLAMA_KEY)
+    assert err.value.field == "convention"
+    message = str(err.value)
+    assert message.startswith(
+        "sglang==0.5.23 llama.py (LlamaForCausalLM): the probed code cannot back a convention: "
+        "llama.py:10: call of 'f'; selection rule 'reversed' has no registry equivalent; "
+        "placement {"
+    )
+    assert message.endswith(
+        "} is not boundary-exact; no-ids default '3,L//2+1,L-2' has no registry equivalent; "
+        "the draft-config reader needed reading (no evaluated precedence)"
+    )
+
+
+def test_an_ambiguous_placement_and_a_missing_default_are_named() -> None:
+    table = _edited(SG23, LLAMA_KEY, default=None)
+    table["classes"][LLAMA_KEY]["placement"] = {"ambiguous": "two decoder stacks"}
+    with pytest.raises(ContractError) as err:
+        R.convention_from_table(table, LLAMA_KEY)
+    assert str(err.value) == (
+        "sglang==0.5.23 llama.py (LlamaForCausalLM): the probed code cannot back a convention: "
+        "placement two decoder stacks is not boundary-exact; no-ids default None has no registry "
+        "equivalent"
+    )
+    del table["classes"][LLAMA_KEY]["selection"]["default"]
+    with pytest.raises(ContractError, match=r"no-ids default None has no registry equivalent$"):
+        R.convention_from_table(table, LLAMA_KEY)
