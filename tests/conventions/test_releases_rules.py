@@ -219,6 +219,16 @@ def test_an_unknown_model_file_is_refused_naming_what_is_known(
     )
 
 
+def test_a_row_without_a_probed_selection_is_its_own_model_file() -> None:
+    table = {
+        "framework": "sglang",
+        "version": "9.9",
+        "architectures": {"XForCausalLM": "x.py:XForCausalLM"},
+        "classes": {"x.py:XForCausalLM": {}},
+    }
+    assert R.model_file_for(table, architectures=["XForCausalLM"]) == "x.py:XForCausalLM"
+
+
 @pytest.mark.parametrize(("count", "more"), [(40, False), (41, True)])
 def test_the_known_architectures_are_listed_up_to_forty(count: int, more: bool) -> None:
     names = [f"A{i:02d}ForCausalLM" for i in range(count)]
@@ -372,6 +382,12 @@ def test_a_wrapper_row_is_named_by_the_file_whose_rule_applies() -> None:
     assert c.sources[1] == f"goldens/registry/sglang-0.5.23.json classes[{key!r}]"
     kimi = R.convention_from_table(SG23, "kimi_k25.py:KimiK25ForConditionalGeneration")
     assert kimi.name == "sglang==0.5.23:deepseek_v2.py"
+    wheel = SG23["wheel"]["name"]
+    assert kimi.notes[0] == (
+        f"Probed from the released wheel {wheel}: kimi_k25.py:KimiK25ForConditionalGeneration."
+        "set_eagle3_layers_to_capture (line 928) -> deepseek_v2.py:DeepseekV2ForCausalLM."
+        "set_eagle3_layers_to_capture (line 3458)"
+    )
     assert kimi.system == "SGLang 0.5.23, deepseek_v2.py (KimiK25ForConditionalGeneration)"
 
 
@@ -419,6 +435,7 @@ def test_an_unknown_framework_and_a_table_without_a_wheel_still_cite_the_release
     table = copy.deepcopy(SG23)
     table["framework"] = "tgi"
     del table["wheel"]
+    del table["id_source"]["precedence_from"]
     c = R.convention_from_table(table, LLAMA_KEY)
     assert c.system == "tgi 0.5.23, llama.py (LlamaForCausalLM)"
     assert (c.pp_split_rule, c.release) == ("tgi", "tgi==0.5.23")
@@ -427,6 +444,7 @@ def test_an_unknown_framework_and_a_table_without_a_wheel_still_cite_the_release
         "tgi==0.5.23 wheel ? sha256 ?",
         f"goldens/registry/tgi-0.5.23.json classes[{LLAMA_KEY!r}]",
     )
+    assert c.notes[1] == f"Ids read from {NESTED} ()."
 
 
 def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> None:
