@@ -27,12 +27,12 @@ GEMMA = read_target_config(
 )
 
 
-def nested(*ids: int, **extra: object) -> dict:
-    return {"eagle_config": {IDS_FIELD: list(ids)}, **extra}
+def nested(*ids: int) -> dict:
+    return {"eagle_config": {IDS_FIELD: list(ids)}}
 
 
-def draft(*ids: int, **extra: object):
-    return read_draft_config(nested(*ids, **extra) if ids else {})
+def draft(*ids: int):
+    return read_draft_config(nested(*ids) if ids else {})
 
 
 def feed_of(system: str, config: dict, target) -> Feed:

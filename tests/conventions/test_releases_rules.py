@@ -188,35 +188,50 @@ def test_the_model_file_follows_architectures_then_model_type(
     assert R.model_file_for(table, **target) == key
 
 
-def _known(table: dict) -> tuple[str, str]:
-    archs = sorted(table["architectures"])
-    files = ", ".join(sorted({k.split(":", 1)[0] for k in table["classes"]}))
-    return ", ".join(archs[:40]) + (" ..." if len(archs) > 40 else ""), files
+SG5_ARCHS = (
+    "ApertusForCausalLM, DeepseekV2ForCausalLM, DeepseekV32ForCausalLM, DeepseekV3ForCausalLM, "
+    "DeepseekV3ForCausalLMNextN, Glm4MoeForCausalLM, Glm4MoeForCausalLMNextN, GptOssForCausalLM, "
+    "InternLM3ForCausalLM, Llama4ForCausalLM, Llama4ForConditionalGeneration, LlamaForCausalLM, "
+    "LlamaForCausalLMEagle, LlamaForCausalLMEagle3, MistralForCausalLM, Phi3ForCausalLM, "
+    "Qwen2ForCausalLM, Qwen2ForCausalLMEagle, Qwen2MoeForCausalLM, "
+    "Qwen2_5_VLForConditionalGeneration, Qwen3ForCausalLM, Qwen3MoeForCausalLM"
+)
+SG5_FILES = (
+    "apertus.py, deepseek_nextn.py, deepseek_v2.py, glm4_moe.py, glm4_moe_nextn.py, gpt_oss.py, "
+    "llama.py, llama4.py, llama_eagle.py, llama_eagle3.py, mistral.py, mllama4.py, qwen2.py, "
+    "qwen2_5_vl.py, qwen2_eagle.py, qwen2_moe.py, qwen3.py, qwen3_moe.py"
+)
 
 
 @pytest.mark.parametrize(
-    ("table", "target", "given"),
+    ("target", "given"),
     [
-        (SG5, {"architectures": ["NoSuchForCausalLM", "OtherModel"], "model_type": "nosuch"},
+        ({"architectures": ["NoSuchForCausalLM", "OtherModel"], "model_type": "nosuch"},
          "architectures ['NoSuchForCausalLM', 'OtherModel'], model_type 'nosuch'"),
-        (SG5, {"architectures": ["NoSuchForCausalLM"]}, "architectures ['NoSuchForCausalLM']"),
-        (SG5, {"model_type": "nosuch"}, "model_type 'nosuch'"),
-        (SG5, {}, "an unknown target"),
-        (VL33, {"model_type": ""}, "an unknown target"),
+        ({"architectures": ["NoSuchForCausalLM"]}, "architectures ['NoSuchForCausalLM']"),
+        ({"model_type": "nosuch"}, "model_type 'nosuch'"),
+        ({}, "an unknown target"),
+        ({"model_type": ""}, "an unknown target"),
     ],
 )  # fmt: skip
-def test_an_unknown_model_file_is_refused_naming_what_is_known(
-    table: dict, target: dict, given: str
-) -> None:
+def test_an_unknown_model_file_is_refused_naming_what_is_known(target: dict, given: str) -> None:
     with pytest.raises(ContractError) as err:
-        R.model_file_for(table, **target)
+        R.model_file_for(SG5, **target)
     assert err.value.field == "architectures"
-    archs, files = _known(table)
-    release = f"{table['framework']}=={table['version']}"
     assert str(err.value) == (
-        f"{release} has no probed model file for {given}: pass the target's config "
-        f"(architectures/model_type). Known architectures: {archs}; model files: {files}"
+        f"sglang==0.5.5 has no probed model file for {given}: pass the target's config "
+        f"(architectures/model_type). Known architectures: {SG5_ARCHS}; model files: {SG5_FILES}"
     )
+
+
+def test_a_release_with_many_architectures_lists_the_first_forty() -> None:
+    with pytest.raises(ContractError) as err:
+        R.model_file_for(VL33, architectures=["NoSuchForCausalLM"])
+    head, _, files = str(err.value).partition(" ...; model files: ")
+    listed = head.split("Known architectures: ")[1].split(", ")
+    assert len(listed) == 40 and listed == sorted(listed) and listed[0] == "AfmoeForCausalLM"
+    assert set(listed) < set(VL33["architectures"])
+    assert files.startswith("afmoe.py, ") and files.endswith(", teleflm.py")
 
 
 def test_a_row_without_a_probed_selection_is_its_own_model_file() -> None:
