@@ -325,6 +325,8 @@ def check_drafter(
         notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
     for name in (*systems, *([trained_with] if trained_with else [])):
         _check_name(name, target_cfg)  # fail early, as one typed error, on an unknown name
+    for name in systems:
+        _check_serving(name)
 
     stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
     if stamped is not None:
@@ -450,6 +452,20 @@ def _check_name(name: str, target: TargetConfig) -> None:
             predict.parse_serve(name)
         return
     conventions.get(name, model_type=target.model_type, architectures=target.architectures)
+
+
+def _check_serving(name: str) -> None:
+    """A trainer release (``specforge==0.2.0``) trains drafters; it serves none."""
+    from eagle3_contracts.config import serving
+    from eagle3_contracts.conventions import predict
+
+    if serving.answers(name) and not predict.is_engine(name):
+        raise ContractError(
+            f"{name!r} is a trainer release: it trains drafters and serves none; give it as "
+            f"--trained-with and name a serving engine release (e.g. 'sglang==0.5.23', "
+            f"'vllm==0.33.0:v1') as --serve-with",
+            field="serve_with",
+        )
 
 
 def _target(

@@ -30,6 +30,7 @@ from eagle3_contracts.conventions import (
     DefaultRule,
     PipelineParallel,
     Validation,
+    predict,
 )
 from eagle3_contracts.conventions.predict import Feed
 from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
@@ -560,6 +561,8 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
     assert served.feed is not None and served.inputs is not None
     if trained.kind != "segments" or trained.refused:
         return None, f"no fix: the trained side is {trained.kind} ({trained.key})"
+    if not predict.is_engine(served.system):
+        return None, f"no fix: {served.key} is a trainer release, not a serving engine"
     if trained.non_canonical or served.non_canonical:
         return None, (
             "no native ids can express it: the drafter was trained on (or is served) the final "

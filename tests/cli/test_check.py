@@ -453,3 +453,26 @@ def test_a_reading_that_names_no_state_is_refused_not_shortened(
     boundary = next(r for r in data["rows"] if r["reading"] == "boundary")
     assert boundary["verdict"] == "refused" and boundary["fix_native_ids"] is None
     assert code == 1
+
+
+@pytest.mark.parametrize("trained", ["trtllm", "sglang==0.5.14"])
+def test_a_trainer_release_is_refused_as_a_serving_engine(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, trained: str
+) -> None:
+    # it used to exit 2 with an unrelated serve-name error only when a fix was searched for
+    # (layers differ: trtllm) and answer "ok" when they matched (sglang==0.5.14)
+    draft = write(tmp_path, "d.json", {"eagle_config": {IDS_FIELD: [2, 30, 58]}})
+    target = write(
+        tmp_path,
+        "t.json",
+        {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61, "hidden_size": 7168},
+    )
+    argv = [draft, "--target", target, "--trained-with", trained]
+    code, _, err = run(capsys, *argv, "--serve-with", "specforge==0.2.0")
+    assert code == 2
+    assert err.strip() == (
+        "eagle3-contracts: error: 'specforge==0.2.0' is a trainer release: it trains drafters and "
+        "serves none; give it as --trained-with and name a serving engine release (e.g. "
+        "'sglang==0.5.23', 'vllm==0.33.0:v1') as --serve-with"
+    )
+    assert run(capsys, *argv, "--serve-with", "sglang==0.5.23")[0] in (0, 1)

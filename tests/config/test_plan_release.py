@@ -282,3 +282,13 @@ def test_a_trainer_default_is_a_default_not_a_config_read() -> None:
         "[1, L//2-1, L-4] = [1, 29, 57]" in plan.assumptions
     )
     assert resolve(nested(1, 29, 57), KIMI, "specforge==0.2.0").ids_source == NESTED
+
+
+def test_a_trainer_release_on_the_serving_side_gets_no_fix_instead_of_an_error() -> None:
+    trained = resolve(nested(2, 30, 58), DSV3, "trtllm")
+    served = resolve(nested(2, 30, 58), DSV3, "specforge==0.2.0")
+    [finding] = compare(trained, served)
+    assert (finding.kind, finding.fix_native_ids) == (K.SHIFTED, None)
+    assert finding.fix == (
+        "no fix: specforge==0.2.0 deepseek_v2.py is a trainer release, not a serving engine"
+    )
