@@ -456,10 +456,9 @@ def _check_name(name: str, target: TargetConfig) -> None:
 
 def _check_serving(name: str) -> None:
     """A trainer release (``specforge==0.2.0``) trains drafters; it serves none."""
-    from eagle3_contracts.config import serving
     from eagle3_contracts.conventions import predict
 
-    if serving.answers(name) and not predict.is_engine(name):
+    if predict.trainer_name(name) is not None:
         raise ContractError(
             f"{name!r} is a trainer release: it trains drafters and serves none; give it as "
             f"--trained-with and name a serving engine release (e.g. 'sglang==0.5.23', "

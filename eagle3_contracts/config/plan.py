@@ -561,7 +561,7 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
     assert served.feed is not None and served.inputs is not None
     if trained.kind != "segments" or trained.refused:
         return None, f"no fix: the trained side is {trained.kind} ({trained.key})"
-    if not predict.is_engine(served.system):
+    if predict.trainer_name(served.system) is not None:
         return None, f"no fix: {served.key} is a trainer release, not a serving engine"
     if trained.non_canonical or served.non_canonical:
         return None, (

@@ -124,8 +124,9 @@ def get(
     key = name.strip()
     from eagle3_contracts.conventions import predict  # lazy: predict imports this package
 
-    if key.replace(" ", "").partition("==")[0] in predict.TRAINER_DEFAULTS:
-        return _trainer_capture(key.replace(" ", ""), model_type, tuple(architectures))
+    trainer = predict.trainer_name(key)
+    if trainer is not None:
+        return _trainer_capture(trainer, model_type, tuple(architectures))
     key = CONVENTION_RELEASES.get(key.replace(" ", ""), key)
     if key.split("==", 1)[0] in {v for v in CONVENTION_RELEASES.values()} and "==" in key:
         known = ", ".join(CONVENTION_RELEASES)

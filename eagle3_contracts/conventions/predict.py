@@ -825,12 +825,13 @@ TRAINER_DEFAULTS: dict[str, str] = {"specforge": "specforge==0.2.0"}
 
 def is_trainer_release(name: str) -> bool:
     """Whether ``name`` is answered by ``predict_training`` (a trainer release or an engine)."""
-    return _trainer_key(name).partition("==")[0] in TRAINER_DEFAULTS or is_engine(name)
+    return trainer_name(name) is not None or is_engine(name)
 
 
-def _trainer_key(name: str) -> str:
-    """``"specforge == 0.2.0"`` -> ``"specforge==0.2.0"`` (as ``conventions.get`` reads it)."""
-    return name.replace(" ", "").strip()
+def trainer_name(name: str) -> str | None:
+    """``"specforge == 0.2.0"`` -> ``"specforge==0.2.0"``; ``None`` if ``name`` is no trainer."""
+    key = name.replace(" ", "").strip()
+    return key if key.partition("==")[0] in TRAINER_DEFAULTS else None
 
 
 def predict_training(
@@ -839,9 +840,7 @@ def predict_training(
     """The canonical features a drafter was trained on, for a trainer release
     (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
     captures were the training data (``sglang==0.5.14``)."""
-    key = trained_with.strip()
-    if _trainer_key(key).partition("==")[0] in TRAINER_DEFAULTS:
-        key = _trainer_key(key)
+    key = trainer_name(trained_with) or trained_with.strip()
     assumptions: list[str] = []
     if key in TRAINER_DEFAULTS:
         assumptions.append(
