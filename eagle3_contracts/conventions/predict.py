@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from eagle3_contracts.conventions import releases
-from eagle3_contracts.conventions.hf import NESTED
+from eagle3_contracts.conventions.hf import NESTED, split_offset
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.errors import ContractError
 
@@ -556,10 +556,12 @@ class _Context:
         read_path = precedence[0] if precedence else None
         if self.spec.framework == "sglang":
             return (*self._read_sglang(precedence, where), read_path)
-        for path in precedence:
+        for entry in precedence:
+            path, offset = split_offset(entry)
             value = _at(self.draft, path)
             if value and isinstance(value, (list, tuple)):
-                return _int_tuple(value, path), path, f"{where} reads {path}", read_path
+                ids = tuple(i + offset for i in _int_tuple(value, path))
+                return ids, path, f"{where} reads {entry}", read_path
         ignored = [p for p in (TOP, NESTED) if p not in precedence and _at(self.draft, p)]
         if ignored:
             self.notes.append(

@@ -53,10 +53,12 @@ VLLM = Convention(
     **_SHARED,
     name="vllm",
     system="vLLM (top-level ids only)",
-    id_paths=(TOP_LEVEL,),
+    id_paths=(TOP_LEVEL, "dflash_config.target_layer_ids"),
     notes=(
         "Reads only the top-level eagle_aux_hidden_state_layer_ids: a nested-only eagle_config "
         "is ignored and the default applies silently (vllm#50170).",
+        "Without top-level ids it reads dflash_config.target_layer_ids as they are (vllm 0.21.0 "
+        "gpu_model_runner.py _get_eagle3_aux_layers_from_config; 0.22.0 added one to them).",
         *_NOTES,
     ),
     sources=_SOURCES,

@@ -13,7 +13,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from eagle3_contracts.conventions.hf import PLUS_ONE as OFFSET
 from eagle3_contracts.conventions.hf import TOP_LEVEL as KEY
+from eagle3_contracts.conventions.hf import split_offset
 from eagle3_contracts.probe.selection import iter_functions
 from eagle3_contracts.probe.stubs import Stub, World, namespace
 from eagle3_contracts.probe.whitelist import (
@@ -28,6 +30,22 @@ TOP = [1, 15, 28]
 NESTED = [2, 16, 29]
 DFLASH = [3, 17, 30]
 NESTED_LAYER_IDS = [5, 19, 33]
+DSPARK = [6, 20, 34]
+TARGET_LAYER_IDS = [8, 22, 36]
+DFLASH_LAYER_IDS = [10, 24, 38]
+
+FORMS: tuple[tuple[str, list[int]], ...] = (
+    (KEY, TOP),
+    (f"eagle_config.{KEY}", NESTED),
+    ("dflash_config.target_layer_ids", DFLASH),
+    ("dspark_target_layer_ids", DSPARK),
+    ("target_layer_ids", TARGET_LAYER_IDS),
+    ("dflash_config.layer_ids", DFLASH_LAYER_IDS),
+    ("eagle_config.layer_ids", NESTED_LAYER_IDS),
+)
+"""Every draft-config field a release's reader may take ids from (vLLM model runner V2,
+``spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config``, reads all but the
+nested ``eagle_config`` ids), each with a value no other form has (nor has plus one)."""
 
 CONFIG_CASES: dict[str, dict[str, Any]] = {
     "top_only": {KEY: TOP},
@@ -37,6 +55,9 @@ CONFIG_CASES: dict[str, dict[str, Any]] = {
     "neither": {},
     "dflash_only": {"dflash_config": {"target_layer_ids": DFLASH}},
     "nested_layer_ids_only": {"eagle_config": {"layer_ids": NESTED_LAYER_IDS}},
+    "dspark_only": {"dspark_target_layer_ids": DSPARK},
+    "target_layer_ids_only": {"target_layer_ids": TARGET_LAYER_IDS},
+    "dflash_layer_ids_only": {"dflash_config": {"layer_ids": DFLASH_LAYER_IDS}},
 }
 """Draft configs every reader is evaluated on (as transformers exposes them)."""
 
@@ -46,7 +67,20 @@ _LABELS = {
     tuple(DFLASH): "dflash target_layer_ids",
     tuple(v + 1 for v in DFLASH): "dflash target_layer_ids + 1",
     tuple(NESTED_LAYER_IDS): "nested layer_ids",
+    tuple(DSPARK): "dspark_target_layer_ids",
+    tuple(v + 1 for v in DSPARK): "dspark_target_layer_ids + 1",
+    tuple(TARGET_LAYER_IDS): "target_layer_ids",
+    tuple(v + 1 for v in TARGET_LAYER_IDS): "target_layer_ids + 1",
+    tuple(DFLASH_LAYER_IDS): "dflash layer_ids",
 }
+
+_PATHS = {
+    tuple(v + shift for v in value): path + (OFFSET if shift else "")
+    for path, value in FORMS
+    for shift in (0, 1)
+}
+"""An answer's ids -> the precedence entry that produced them."""
+
 
 STUB_INPUTS: frozenset[str] = frozenset(
     {"self", "draft_model_config", "model_config", "hf_config", "config", "spec_config"}
@@ -79,8 +113,53 @@ def _call(func: Any, inputs: tuple[str, ...], config: dict[str, Any]) -> str:
         return f"raises {type(exc).__name__}"
 
 
-def precedence(answers: dict[str, str]) -> list[str]:
-    """Ordered JSON paths a reader consults, read off its answers on ``CONFIG_CASES``."""
+def _without(config: dict[str, Any], path: str) -> dict[str, Any]:
+    """``config`` less the field at ``path``; a section left empty is dropped too."""
+    head, _, key = path.rpartition(".")
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    if not head:
+        out.pop(key, None)
+        return out
+    section = out.get(head)
+    if isinstance(section, dict):
+        section.pop(key, None)
+        if not section:
+            out.pop(head)
+    return out
+
+
+def _all_forms() -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for path, value in FORMS:
+        head, _, key = path.rpartition(".")
+        (config.setdefault(head, {}) if head else config)[key] = list(value)
+    return config
+
+
+def read_order(func: Any, inputs: tuple[str, ...]) -> list[str]:
+    """The reader's precedence over every form in ``FORMS``: called on a config holding all of
+    them, the form it answers with comes first; that form is removed and it is called again,
+    until it answers none."""
+    config, order = _all_forms(), []
+    for _ in FORMS:
+        try:
+            value = func(*(_input(n, config) for n in inputs))
+        except Exception:
+            break
+        entry = _PATHS.get(tuple(value)) if isinstance(value, (list, tuple)) and value else None
+        if entry is None or entry in order:
+            break
+        order.append(entry)
+        config = _without(config, split_offset(entry)[0])
+    return order
+
+
+def precedence(answers: dict[str, str], order: list[str] | None = None) -> list[str]:
+    """Ordered precedence entries (JSON paths, ``+ 1`` where the reader adds one): ``order``
+    from ``read_order`` when given, else read off the answers on ``CONFIG_CASES`` (top-level
+    and nested ids, then the nested ``layer_ids``)."""
+    if order is not None:
+        return list(order)
     top = answers.get("top_only") == "top-level"
     nested = answers.get("nested_only") == "nested"
     if top and nested:
@@ -227,7 +306,7 @@ def probe_reader(func: ast.FunctionDef, class_name: str | None, file: str) -> di
         )
         return row
     row["answers"] = answers
-    row["precedence"] = precedence(answers)
+    row["precedence"] = precedence(answers, read_order(compiled, inputs))
     return row
 
 

@@ -58,7 +58,8 @@ V32_V1_READER = (
 V32_LLAMA_CAPTURE = "capture in llama.py LlamaModel.forward (lines 429, 439)"
 V33_V2_READER = (
     "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113 get_eagle3_aux_layers_from_config "
-    f"reads {IDS} then eagle_config.layer_ids"
+    f"reads {IDS} then dflash_config.target_layer_ids + 1 then dspark_target_layer_ids + 1 then "
+    "target_layer_ids + 1 then dflash_config.layer_ids then eagle_config.layer_ids"
 )
 VLLM_FC = (
     "the drafter's fc takes 3 states (vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 "
@@ -558,6 +559,27 @@ def test_the_default_runner_says_what_it_assumes() -> None:
 # -- where the ids are read --------------------------------------------------------------------
 
 
+def test_vllm_v2_reads_a_config_with_only_target_layer_ids_plus_one() -> None:
+    """eagle3_utils.py get_eagle3_aux_layers_from_config: ``[i + 1 for i in target_layer_ids]``
+    (layer outputs -> boundaries); V1 never reads the field and feeds its default."""
+    draft = {"target_layer_ids": [1, 15, 28]}
+    v2 = predict_feed("vllm==0.33.0:v2", draft, LLAMA)
+    assert (v2.canonical, v2.native_ids, v2.ids_source) == (
+        (1, 15, 28),
+        (2, 16, 29),
+        "target_layer_ids",
+    )
+    assert f"{V33_V2_READER.split(' reads ')[0]} reads target_layer_ids + 1" in v2.source
+    v1 = predict_feed("vllm==0.33.0:v1", draft, LLAMA)
+    assert v1.ids_source == "default"
+    dflash = predict_feed(
+        "vllm==0.33.0:v2", {"dflash_config": {"target_layer_ids": [1, 15, 28]}}, LLAMA
+    )
+    assert (dflash.canonical, dflash.ids_source) == ((1, 15, 28), "dflash_config.target_layer_ids")
+    first = predict_feed("vllm==0.33.0:v2", {**top(3, 17, 30), **draft}, LLAMA)
+    assert first.canonical == (2, 16, 29)  # the top-level ids come first
+
+
 def test_vllm_v2_ignores_the_nested_ids_and_says_so() -> None:
     kimi = {
         "architectures": ["KimiK25ForConditionalGeneration"],
@@ -586,7 +608,7 @@ def test_vllm_v2_ignores_the_nested_ids_and_says_so() -> None:
 def test_vllm_0_21_0_reads_only_the_top_level_ids() -> None:
     reader = (
         "vllm/v1/worker/gpu_model_runner.py:5025 GPUModelRunner._get_eagle3_aux_layers_from_config"
-        f" reads {IDS}"
+        f" reads {IDS} then dflash_config.target_layer_ids"
     )
     feed = predict_feed("vllm==0.21.0", nested(3, 17, 30), LLAMA)
     assert (feed.runner, feed.canonical, feed.ids_source) == ("v1", (1, 15, 28), "default")
@@ -597,7 +619,8 @@ def test_vllm_0_21_0_reads_only_the_top_level_ids() -> None:
     )
     read = predict_feed("vllm==0.21.0", top(3, 17, 30), LLAMA)
     assert (read.canonical, read.ids_source, read.notes) == ((2, 16, 29), IDS, ())
-    assert f"{reader}; capture in llama.py LlamaModel.forward (lines 414, 421)" in read.source
+    read_top = reader.split(" then ")[0]
+    assert f"{read_top}; capture in llama.py LlamaModel.forward (lines 414, 421)" in read.source
 
 
 def test_vllm_v1_reads_top_level_then_nested() -> None:

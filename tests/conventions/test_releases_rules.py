@@ -277,7 +277,7 @@ def test_a_release_name_is_read_however_it_is_cased_or_spaced() -> None:
          (NESTED,)),
         ("sglang-gpt-oss", "sglang==0.5.17:gpt_oss.py", OffsetRule.LOOP_IF_MAX_IS_L, (NESTED,)),
         ("vllm", "vllm==0.21.0:llama.py", OffsetRule.BOUNDARY,
-         ("eagle_aux_hidden_state_layer_ids",)),
+         ("eagle_aux_hidden_state_layer_ids", "dflash_config.target_layer_ids")),
         ("vllm-nested", "vllm==0.33.0:llama.py", OffsetRule.BOUNDARY,
          ("eagle_aux_hidden_state_layer_ids", NESTED)),
     ],

@@ -83,7 +83,8 @@ def test_sglang_0_5_17_switches_gpt_oss_and_reaches_the_last_output():
 def test_vllm_top_level_only_until_0_21_then_nested_fallback():
     nested = "eagle_config.eagle_aux_hidden_state_layer_ids"
     top = "eagle_aux_hidden_state_layer_ids"
-    assert load_table("vllm", "0.21.0")["id_source"]["precedence"] == [top]
+    dflash = "dflash_config.target_layer_ids"  # 0.21.0 reads it as is when no top-level ids
+    assert load_table("vllm", "0.21.0")["id_source"]["precedence"] == [top, dflash]
     assert load_table("vllm", "0.22.0")["id_source"]["precedence"] == [top, nested]
     assert load_table("vllm", "0.33.0")["id_source"]["precedence"] == [top, nested]
     answers = load_table("vllm", "0.21.0")["id_source"]["readers"][0]["answers"]
@@ -178,3 +179,24 @@ def test_readme_table_is_generated_from_the_tables():
     text = (ROOT / "docs" / "readme" / "registry.md").read_text()
     tables = [load_table(fw, v) for fw, v in RELEASES]
     assert HEADER + render.readme_table(tables) in text
+
+
+def test_vllm_v2_reader_precedence_covers_every_field_it_reads():
+    """Model runner V2 (eagle3_utils.py get_eagle3_aux_layers_from_config): top-level ids, the
+    DFlash, DSpark and target_layer_ids forms with their + 1, then the layer_ids forms; never
+    the nested eagle_config ids."""
+    for version in ("0.32.0", "0.33.0"):
+        (reader,) = [
+            r
+            for r in load_table("vllm", version)["id_source"]["readers"]
+            if r["file"].endswith("eagle3_utils.py")
+        ]
+        assert reader["precedence"] == [
+            "eagle_aux_hidden_state_layer_ids",
+            "dflash_config.target_layer_ids + 1",
+            "dspark_target_layer_ids + 1",
+            "target_layer_ids + 1",
+            "dflash_config.layer_ids",
+            "eagle_config.layer_ids",
+        ]
+        assert reader["answers"]["nested_only"] == "absent"
