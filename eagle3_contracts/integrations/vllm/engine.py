@@ -2,26 +2,55 @@
 
 Loaded only when ``EAGLE3_CONTRACTS_DUMP`` or ``EAGLE3_CONTRACTS_GUARD`` is set (see
 ``eagle3_contracts.integrations.vllm``). Facts of vLLM 0.32.0 this relies on (file:line of
-the installed wheel):
+the installed wheel; 0.33.0 has the same code):
 
-* ``v1/worker/gpu_model_runner.py:5230-5249`` ``_setup_eagle3_aux_hidden_state_outputs`` runs
-  once after the target and the drafter are loaded (``cpu_model_runner.py:62-78`` on CPU): the
-  plugin wraps it to attach.
+Both runners
+
 * ``model_executor/models/interfaces.py:1577-1578`` ``_set_aux_hidden_state_layers`` stores
   ``tuple(sorted(set(layers)))``; ``1601-1611`` ``_maybe_add_hidden_state`` appends
   ``hidden + residual`` at boundary 0 before the layer loop and ``idx + 1`` after each layer
   (``llama.py:428-441``, ``qwen2.py:423-434``, ``qwen3_moe.py:505-515``).
-* ``v1/spec_decode/llm_base_proposer.py:536-552`` ``propose`` calls
-  ``self.model.combine_hidden_states(target_hidden_states)``: its argument is exactly the
-  concatenation the drafter's ``fc`` receives (``llama_eagle3.py:396-418``); the plugin wraps
-  that method on the drafter instance, so it sees the tensor before the fc (whose weight reads
-  empty on CPU after oneDNN repacking) and before any crash inside it.
 * ``compilation/decorators.py:524-529``: a ``@support_torch_compile`` model with
   ``do_not_compile`` set runs its eager ``forward``; the plugin sets it for the one recorded
-  step only, so module hooks fire even where the target is compiled, and removes the hooks
-  before the next step.
+  step only, so module hooks fire even where the target is compiled.
+* The drafter's ``combine_hidden_states`` receives exactly the concatenation its ``fc`` gets
+  (``llama_eagle3.py:396-418``); the plugin wraps it on the drafter instance.
 
-The plugin never raises inside the engine unless the guard is ``strict``.
+Model runner V1 (``v1/worker/gpu_model_runner.py``)
+
+* ``5230-5249`` ``_setup_eagle3_aux_hidden_state_outputs`` runs once after the target and the
+  drafter are loaded (``cpu_model_runner.py:62-78`` on CPU): the plugin wraps it to attach;
+  the drafter is ``runner.drafter.model`` (``v1/spec_decode/llm_base_proposer.py:536-552``).
+
+Model runner V2 (``v1/worker/gpu/model_runner.py``; ``v1/worker/cpu/model_runner.py``
+``CPUModelRunner`` subclasses it)
+
+* ``378-420`` ``load_model`` sets the aux layers (``spec_decode/eagle/eagle3_utils.py:15-32``)
+  and loads the drafter: the plugin wraps it to attach; the drafter is
+  ``runner.speculator.model`` and ``spec_decode/target_dependent_ar/speculator.py:210-214``
+  ``propose`` (from ``sample_tokens``, ``model_runner.py:2239``) calls its
+  ``combine_hidden_states(torch.cat(aux_hidden_states, -1))``.
+* ``818-960`` ``_dummy_run`` (profiling, CUDA-graph capture, DP padding) calls
+  ``execute_model(..., dummy_run=True)`` and ``propose(..., dummy_run=True)``: skipped.
+* ``1783-1797`` the step's CUDA-graph mode comes from ``cudagraph_manager.dispatch``
+  (``dp_utils.py:282``; ``cudagraph_utils.py:518-545`` returns ``CUDAGraphMode.NONE`` when no
+  graph fits); ``1998-2046`` FULL replays the graph and PIECEWISE runs the compiled or
+  breakable graph, neither calls the layers' Python ``forward``. The plugin answers ``NONE``
+  for the recorded step only (under data parallelism ``dp_utils.py:156-171`` then runs every
+  DP rank eagerly for that step), so graphs are still used after it.
+* ``1291`` ``sort_batch_req_ids`` (``2435-2447``) orders a batch's rows (decode, short extend, then
+  prefill by token count): the dump's rows are those of the first request in that order,
+  located through the step's ``input_batch`` (``req_ids``, ``query_start_loc_np``).
+
+Parallelism: under tensor parallelism every TP rank holds the same all-reduced residual stream,
+so TP rank 0 records, dumps and judges for its group; the other ranks say so and record
+nothing. Under sequence-parallel MoE (``config/parallel.py:764-781``, ``deepseek_v2.py:1395-1404``)
+a MoE layer's output is a token shard (``models/utils.py:1084-1102``: rank ``r`` holds rows
+``r*ceil(T/tp)`` on) while the aux states are all-gathered (``deepseek_v2.py:1560-1567``):
+TP rank 0's shard is the first tokens, so it judges on those rows only.
+
+The plugin never raises inside the engine unless the guard is ``strict`` and a mismatch is
+proven; an incomplete observation is a ``cannot observe`` line, never a verdict.
 """
 
 from __future__ import annotations
@@ -97,6 +126,54 @@ def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -
     return args[index] if len(args) > index else None
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where this process sits in the engine's parallel layout."""
+
+    rank: int  # global rank (torch.distributed), 0 when not distributed
+    tp_rank: int
+    tp_size: int
+    sequence_parallel: bool  # sequence-parallel MoE: MoE layers output token shards
+
+    @property
+    def judges(self) -> bool:
+        """TP rank 0 records and judges for its TP group (see the module docstring)."""
+        return self.tp_rank == 0
+
+    @property
+    def label(self) -> str:
+        tp = f", TP {self.tp_rank}/{self.tp_size}" if self.tp_size > 1 else ""
+        return f"rank {self.rank}{tp}"
+
+
+def placement_of(runner: Any) -> Placement:
+    parallel = runner.vllm_config.parallel_config
+    tp_size = int(getattr(parallel, "tensor_parallel_size", 1) or 1)
+    tp_rank = 0
+    if tp_size > 1:
+        from vllm.distributed.parallel_state import get_tensor_model_parallel_rank
+
+        tp_rank = int(get_tensor_model_parallel_rank())
+    dist = torch.distributed
+    rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    sp = bool(getattr(parallel, "use_sequence_parallel_moe", False))
+    return Placement(rank, tp_rank, tp_size, sp and tp_size > 1)
+
+
+def _is_dummy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """V2 ``execute_model(scheduler_output, intermediate_tensors, dummy_run, ...)``."""
+    return bool(kwargs.get("dummy_run", args[1] if len(args) > 1 else False))
+
+
+def _row_bounds(batch: Any) -> tuple[str, int, int] | None:
+    """The first request of a V2 ``InputBatch`` (batch order): its id and token rows."""
+    req_ids = list(getattr(batch, "req_ids", None) or ())
+    starts = getattr(batch, "query_start_loc_np", None)
+    if not req_ids or starts is None or len(starts) < 2:
+        return None
+    return str(req_ids[0]), int(starts[0]), int(starts[1])
+
+
 @dataclass
 class Session:
     """One engine process's observation of its first prefill."""
@@ -104,6 +181,8 @@ class Session:
     settings: Settings
     log: Any  # a logging.Logger
     runner: Any
+    runner_kind: str  # "v1" or "v2"
+    placement: Placement
     target: Any  # vLLM's model classes (nn.Module subclasses with engine attributes)
     holder: Any
     drafter: Any
@@ -122,22 +201,43 @@ class Session:
     states: dict[int, torch.Tensor] = field(default_factory=dict)
     final_norm: torch.Tensor | None = None
     forwards: int = 0
+    bypassed: set[str] = field(default_factory=set)  # graph modes run eagerly for the step
+    rows: tuple[str, int, int] | None = None  # V2: first request (id, start, end), batch order
+    unsupported: str | None = None  # a runner feature seen at the first step the plugin lacks
     seconds: float = 0.0  # time spent in the plugin's own work (hooks, dump, verdict)
     verdict: GuardVerdict | None = None
     dump_path: Path | None = None
+
+    def head(self) -> str:
+        return f"{PREFIX} [{self.placement.label}]"
+
+    def cannot_observe(self, why: str, what: str) -> None:
+        """An incomplete observation: one line, never a verdict, never raised."""
+        self.log.warning(
+            "%s guard [%s]: cannot observe: %s; %s", self.head(), self.where, why, what
+        )
 
     # -- the recorded step ------------------------------------------------------------------
     def wrap_execute(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def execute_model(scheduler_output: Any, *args: Any, **kwargs: Any) -> Any:
             tokens = getattr(scheduler_output, "total_num_scheduled_tokens", 0) or 0
-            if self.state != "waiting" or tokens <= 0:
+            if self.state != "waiting" or tokens <= 0 or _is_dummy(args, kwargs):
+                return original(scheduler_output, *args, **kwargs)
+            self.unsupported = self._unsupported_feature()
+            if self.unsupported:
+                self.state = "done"
+                self.cannot_observe(self.unsupported, "serving continues unobserved")
                 return original(scheduler_output, *args, **kwargs)
             handles, restore = self._arm()
             try:
-                return original(scheduler_output, *args, **kwargs)
+                out = original(scheduler_output, *args, **kwargs)
+                if self.runner_kind == "v2":
+                    state = getattr(self.runner, "execute_model_state", None)
+                    self.rows = _row_bounds(getattr(state, "input_batch", None))
+                return out
             except Exception as exc:
                 self.log.warning(
-                    "%s: the target's first prefill raised %s", PREFIX, one_line(exc)[:300]
+                    "%s: the target's first prefill raised %s", self.head(), one_line(exc)[:300]
                 )
                 raise
             finally:
@@ -147,6 +247,22 @@ class Session:
                 self.state = "recorded"
 
         return execute_model
+
+    def _unsupported_feature(self) -> str | None:
+        """V2 features set up after ``load_model`` whose row layout the plugin does not read."""
+        if self.runner_kind != "v2":
+            return None
+        if getattr(self.runner, "pcp_manager", None) is not None:
+            return (
+                "model runner V2 with prefill context parallelism partitions the prefill rows "
+                "(pcp_manager), which the plugin does not map"
+            )
+        if getattr(self.runner, "ubatch_runner", None) is not None:
+            return (
+                "model runner V2 with micro-batching (ubatch_runner) runs the target twice per "
+                "step, which the plugin does not join"
+            )
+        return None
 
     def _arm(self) -> tuple[list[Any], Callable[[], None]]:
         start = time.perf_counter()
@@ -162,15 +278,46 @@ class Session:
             if isinstance(norm, nn.Module):
                 handles.append(norm.register_forward_hook(self._on_norm))
         compiled = getattr(self.holder, "do_not_compile", True) is False
+        if compiled:  # run this one step eagerly so the hooks fire
+            self.holder.do_not_compile = True
+            self.bypassed.add("torch.compile")
+        manager: Any = getattr(self.runner, "cudagraph_manager", None)
+        own = vars(manager) if manager is not None and hasattr(manager, "__dict__") else None
+        previous = own.get("dispatch") if own is not None else None
+        if own is not None and callable(getattr(manager, "dispatch", None)):
+            manager.dispatch = self._eager_dispatch(manager.dispatch)
 
         def restore() -> None:
             if compiled:
                 self.holder.do_not_compile = False
+            if own is not None and "dispatch" in own:
+                if previous is None:
+                    del manager.dispatch
+                else:
+                    manager.dispatch = previous
 
-        if compiled:  # run this one step eagerly so the hooks fire
-            self.holder.do_not_compile = True
         self.seconds += time.perf_counter() - start
         return handles, restore
+
+    def _eager_dispatch(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """V2's ``dispatch`` for the recorded step: what vLLM would run, turned into the eager
+        descriptor it returns when no graph fits (``cudagraph_utils.py:539-545``)."""
+
+        def dispatch(num_reqs: int, num_tokens: int, *args: Any, **kwargs: Any) -> Any:
+            desc = original(num_reqs, num_tokens, *args, **kwargs)
+            mode = getattr(desc, "cg_mode", None)
+            if mode is None or getattr(mode, "name", "NONE") == "NONE":
+                return desc
+            self.bypassed.add(f"CUDA graph {mode.name}")
+            return type(desc)(
+                cg_mode=type(mode).NONE,
+                num_tokens=num_tokens,
+                num_reqs=num_reqs,
+                num_active_loras=getattr(desc, "num_active_loras", 0),
+                num_ubatches=getattr(desc, "num_ubatches", 1),
+            )
+
+        return dispatch
 
     def _keep(self, t: torch.Tensor) -> torch.Tensor:
         start = time.perf_counter()
@@ -228,15 +375,10 @@ class Session:
                     self.observe(hidden_states)
                 except WiringMismatch:
                     raise
-                except Exception as exc:
-                    if self.settings.strict:
-                        raise WiringMismatch(
-                            f"{PREFIX} guard (strict): could not verify the wiring: {one_line(exc)}"
-                        ) from exc
-                    self.log.warning(
-                        "%s: could not observe the drafter input (%s); serving continues",
-                        PREFIX,
-                        one_line(exc),
+                except Exception as exc:  # ours, not a proven mismatch: never stop serving
+                    self.cannot_observe(
+                        f"the drafter input could not be read ({one_line(exc)[:300]})",
+                        "serving continues",
                     )
                 finally:
                     self.seconds += time.perf_counter() - start
@@ -246,7 +388,19 @@ class Session:
 
     def observe(self, captured: torch.Tensor) -> None:
         if captured.dim() != 2:
-            raise ContractError(f"drafter input has shape {list(captured.shape)}, not [T, k*H]")
+            self.cannot_observe(
+                f"the drafter input has shape {list(captured.shape)}, not [T, k*H]",
+                "serving continues",
+            )
+            return
+        if self.forwards == 0:
+            self.cannot_observe(
+                "the first prefill ran as a CUDA-graph replay: no module forward of the target "
+                "ran, so neither its inputs nor its layers were seen",
+                "set enforce_eager=True (or compilation_config cudagraph_mode PIECEWISE) to "
+                "observe it",
+            )
+            return
         if self.settings.dump_dir:
             self.dump(captured)
         if self.settings.guard:
@@ -255,10 +409,16 @@ class Session:
     def dump(self, captured: torch.Tensor) -> None:
         from eagle3_contracts.dumps.format import write_dump
 
-        tokens = int(captured.shape[0])
-        if self.input_ids is None or int(self.input_ids.shape[0]) < tokens:
-            raise ContractError("the first prefill's token ids were not recorded")
+        start, end = (0, int(captured.shape[0])) if self.rows is None else self.rows[1:]
+        rows = captured[start:end]
+        tokens = int(rows.shape[0])
+        if self.input_ids is None or int(self.input_ids.shape[0]) < end:
+            self.cannot_observe(
+                "the first prefill's token ids were not recorded", "no dump written"
+            )
+            return
         claimed = [b for b in sorted(set(self.collected)) if 0 <= b <= self.num_layers]
+        positions = [] if self.positions is None else self.positions[..., start:end].tolist()
         metadata = {
             "engine": "vllm",
             "model_file": self.where.split(", ", 1)[1],
@@ -266,18 +426,20 @@ class Session:
             "collected_boundaries": json.dumps(list(self.collected)),
             "fc_states": json.dumps(self.fc_states),
             "num_layers": str(self.num_layers),
-            "positions": json.dumps(
-                [] if self.positions is None else self.positions[..., :tokens].tolist()
-            ),
+            "positions": json.dumps(positions),
         }
+        if self.rows is not None:
+            metadata["request"] = json.dumps(
+                {"id": self.rows[0], "rows": [start, end], "order": "V2 input batch"}
+            )
         directory = Path(self.settings.dump_dir or ".")
         path = directory / f"vllm-drafter-input-{os.getpid()}-{time.time_ns()}.safetensors"
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self.dump_path = write_dump(
                 path,
-                captured.detach(),
-                self.input_ids[:tokens],
+                rows.detach(),
+                self.input_ids[start:end],
                 layer_ids=claimed,
                 convention=self.convention,
                 system=f"{self.convention} drafter fc input (eagle3-contracts vLLM plugin)",
@@ -287,14 +449,14 @@ class Session:
         except OSError as exc:
             self.log.warning(
                 "%s dump: cannot write %s (%s); dumping off, serving continues",
-                PREFIX,
+                self.head(),
                 directory,
                 exc.strerror or one_line(exc),
             )
             return
         self.log.info(
             "%s dump: wrote %s (%d tokens, %d x %d, boundaries %s as %s)",
-            PREFIX,
+            self.head(),
             self.dump_path,
             tokens,
             captured.shape[-1] // self.hidden_size,
@@ -303,24 +465,56 @@ class Session:
             self.convention,
         )
 
+    def _comparable(self, captured: torch.Tensor) -> tuple[Recorded, torch.Tensor, str] | str:
+        """The recording and the drafter input on the same token rows, or why they cannot be."""
+        wanted = set(range(EMBEDDING, self.num_layers))
+        missing = sorted(wanted - set(self.states))
+        if missing:
+            shown = ", ".join(str(m) for m in missing[:8]) + ("..." if len(missing) > 8 else "")
+            return (
+                f"the target's layers ran without their Python forward for canonical "
+                f"{shown} (a graph replay or a layer path the plugin does not hook)"
+            )
+        counts = {int(t.shape[0]) for t in self.states.values()}
+        rows = min(counts | {int(captured.shape[0])})
+        note = ""
+        if len(counts) > 1:
+            if not self.placement.sequence_parallel:
+                return (
+                    f"the layers returned different token counts ({sorted(counts)}): this "
+                    f"rank saw token shards the plugin cannot place"
+                )
+            # TP rank 0's shard is rows [0, ceil(T/tp)) (models/utils.py:1084-1102)
+            note = (
+                f" (sequence-parallel MoE: compared on TP rank 0's shard, the first {rows} tokens)"
+            )
+        states = {k: v[:rows] for k, v in self.states.items()}
+        norm = None if self.final_norm is None else self.final_norm[:rows]
+        return Recorded(states, self.num_layers, norm), captured[:rows], note
+
     def guard(self, captured: torch.Tensor) -> None:
         start = time.perf_counter()
-        recorded = Recorded(dict(self.states), self.num_layers, self.final_norm)
-        found = identify_recorded(captured.detach().to("cpu"), recorded, self.hidden_size)
+        found_rows = self._comparable(captured.detach().to("cpu"))
+        if isinstance(found_rows, str):
+            self.cannot_observe(found_rows, "the guard does not judge; serving continues")
+            return
+        recorded, rows, note = found_rows
+        found = identify_recorded(rows, recorded, self.hidden_size)
         self.verdict = judge(
             found,
             expected=self.expected,
-            claim=self.claim,
+            claim=self.claim + note,
             fc_states=self.fc_states,
             where=self.where,
         )
         cost = self.seconds + time.perf_counter() - start  # hooks, copies, identification
-        line = f"{self.verdict.line} [guard: {cost * 1e3:.1f} ms in this prefill]"
+        eager = f"; ran eagerly: {', '.join(sorted(self.bypassed))}" if self.bypassed else ""
+        line = f"{self.verdict.line} [{self.placement.label}; guard: {cost * 1e3:.1f} ms in this prefill{eager}]"
         if self.verdict.ok:
             self.log.info("%s", line)
             return
         self.log.warning("%s", line)
-        if self.settings.strict:
+        if self.settings.strict and self.verdict.status == "mismatch":
             raise WiringMismatch(self.verdict.line)
 
 
@@ -366,37 +560,84 @@ def predict_at_start(session: Session) -> None:
         f"{PREFIX} guard [{session.where}]: MISMATCH predicted at start-up ({session.claim}): "
         f"{'; '.join(problems)}"
     )
-    session.log.warning("%s", line)
+    session.log.warning("%s [%s]", line, session.placement.label)
     if session.settings.strict:
         raise WiringMismatch(f"{line} (EAGLE3_CONTRACTS_GUARD=strict: refusing to start)")
 
 
+CHECKED_RELEASES = ("0.32.0", "0.33.0")
+"""vLLM releases whose runner code (the file:line facts above) the plugin was checked against."""
+
+RUNNER_NAMES = {"v1": "model runner V1", "v2": "model runner V2"}
+
+
+def _not_applicable(log: Any, label: str, reason: str) -> None:
+    log.info("%s [%s]: not applicable: %s; vLLM untouched", PREFIX, label, reason)
+
+
+def _drafter_of(runner: Any, runner_kind: str) -> Any:
+    """V1: ``runner.drafter.model``; V2: ``runner.speculator.model``."""
+    owner = getattr(runner, "speculator" if runner_kind == "v2" else "drafter", None)
+    drafter: Any = getattr(owner, "model", None)
+    if drafter is not None and hasattr(drafter, "unwrap"):
+        drafter = drafter.unwrap()
+    return drafter
+
+
 def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Session | None:
-    """Attach to a loaded model runner; ``None`` (one log line) when not applicable."""
+    """Attach to a loaded model runner: one start line either way (armed, or not applicable
+    with the reason); ``None`` when not applicable."""
     import vllm
 
+    release = str(vllm.__version__).split("+", 1)[0]
+    placement = placement_of(runner)
+    label = placement.label
+    runner_name = f"{RUNNER_NAMES[runner_kind]} ({type(runner).__name__})"
+    if release not in CHECKED_RELEASES:
+        _not_applicable(
+            log,
+            label,
+            f"vLLM {vllm.__version__} is not a release this plugin was checked against "
+            f"({', '.join(CHECKED_RELEASES)})",
+        )
+        return None
     spec = getattr(runner, "speculative_config", None)
     method = getattr(spec, "method", None)
     if spec is None or method != "eagle3":
         what = "no speculative decoding" if spec is None else f"speculative method {method!r}"
-        log.info("%s: not applicable (%s, not an EAGLE-3 drafter); vLLM untouched", PREFIX, what)
+        _not_applicable(log, label, f"{what}, not an EAGLE-3 drafter")
         return None
-    drafter: Any = getattr(getattr(runner, "drafter", None), "model", None)
-    if drafter is not None and hasattr(drafter, "unwrap"):
-        drafter = drafter.unwrap()
+    pp = runner.vllm_config.parallel_config.pipeline_parallel_size
+    if pp > 1:
+        _not_applicable(
+            log,
+            label,
+            f"pipeline parallel ({pp} stages): the target's layers and the drafter are on "
+            "different processes, which the plugin does not join",
+        )
+        return None
+    drafter = _drafter_of(runner, runner_kind)
     if not isinstance(drafter, nn.Module) or not hasattr(drafter, "combine_hidden_states"):
-        log.info("%s: not applicable (the drafter has no combine_hidden_states)", PREFIX)
+        _not_applicable(
+            log, label, f"the drafter {type(drafter).__name__} has no combine_hidden_states"
+        )
+        return None
+    if not placement.judges:
+        log.info(
+            "%s [%s]: armed, not recording on this rank: TP rank 0 of %d records%s for the "
+            "group (every TP rank holds the same all-reduced residual stream; under "
+            "sequence-parallel MoE rank 0's layer shard is the first tokens)",
+            PREFIX,
+            label,
+            placement.tp_size,
+            " and judges" if settings.guard else "",
+        )
         return None
     target = runner.get_model()
     holder = inner_model(target)
     layers = getattr(holder, "layers", None)
     if layers is None:
         raise ContractError(f"{type(holder).__name__} has no decoder layers to observe")
-    pp = runner.vllm_config.parallel_config.pipeline_parallel_size
-    if pp > 1 and settings.guard:
-        raise ContractError(
-            "the guard records one process's layers: pipeline parallel is unsupported"
-        )
     draft_cfg = spec.draft_model_config.hf_config
     target_cfg = runner.model_config.hf_config
     text_cfg = (
@@ -410,6 +651,8 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         settings=settings,
         log=log,
         runner=runner,
+        runner_kind=runner_kind,
+        placement=placement,
         target=target,
         holder=holder,
         drafter=drafter,
@@ -429,22 +672,38 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         session.drafter.combine_hidden_states
     )
     runner.execute_model = session.wrap_execute(runner.execute_model)
-    wanted = " and ".join(
-        x
-        for x in (
-            f"dump to {settings.dump_dir}" if settings.dump_dir else "",
-            f"guard ({settings.guard})" if settings.guard else "",
-        )
-        if x
-    )
-    log.info(
-        "%s: attached to %s (collects boundaries %s, fc built for %s states; %s): %s at the "
-        "first prefill",
-        PREFIX,
-        session.where,
-        list(session.collected),
-        session.fc_states,
-        claim,
-        wanted,
-    )
+    log.info("%s", armed_line(session, runner_name))
     return session
+
+
+def armed_line(session: Session, runner_name: str) -> str:
+    """The start line of a recording rank: engine, release, runner, mode, what is recorded."""
+    settings = session.settings
+    modes = []
+    if settings.guard:
+        modes.append(f"guard {settings.guard}")
+    if settings.dump_dir:
+        modes.append(f"dump to {settings.dump_dir}")
+    drafter_input = (
+        "runner.speculator.model.combine_hidden_states"
+        if session.runner_kind == "v2"
+        else "runner.drafter.model.combine_hidden_states"
+    )
+    recorded = f"the drafter's input (the argument of {drafter_input})"
+    if settings.guard:
+        recorded += (
+            f" and the target's residual stream at canonical -1..{session.num_layers - 1} "
+            f"(first {settings.guard_tokens} tokens)"
+        )
+    sp = (
+        "; sequence-parallel MoE: judged on this rank's shard (the first tokens)"
+        if session.placement.sequence_parallel
+        else ""
+    )
+    return (
+        f"{session.head()}: armed: {session.where} ({runner_name}), {' + '.join(modes)}: "
+        f"at the first real prefill (dummy runs skipped; that step runs eagerly, torch.compile "
+        f"and CUDA graphs bypassed for it only) records {recorded}; collects boundaries "
+        f"{list(session.collected)}, fc built for {session.fc_states} states; {session.claim}"
+        f"{sp}"
+    )

@@ -51,25 +51,59 @@ def target_for(state: dict[str, Any], family: str) -> tuple[Path, dict[str, Any]
     return state["targets"][family]
 
 
-def observe(state: dict[str, Any], family: str, draft: dict[str, Any]) -> dict[str, Any]:
+def observe(
+    state: dict[str, Any], family: str, draft: dict[str, Any], runner: str = "v1"
+) -> dict[str, Any]:
     """Run one case, record it (and its golden when EAGLE3_RECORD_ENGINE_GOLDENS=1), and
     return ``{"observed", "predicted", "record"}``."""
     target_dir, target = target_for(state, family)
-    obs = harness.run_case(family, target_dir, draft, state["work"], state["dumps"])
+    obs = harness.run_case(family, target_dir, draft, state["work"], state["dumps"], runner)
     record = harness.case_record(obs, target)
     if os.environ.get(RECORD_ENV) == "1":
         harness.write_golden(GOLDENS, obs, target)
     observed = harness.observed_outcome(obs)
     try:
-        predicted: dict[str, Any] | str = harness.predicted_outcome(draft, target)
+        predicted: dict[str, Any] | str = harness.predicted_outcome(draft, target, runner)
     except Exception as exc:  # recorded, then the test fails on it
         predicted = f"{type(exc).__name__}: {exc}"
     state["observed"].append(
         {
-            "case": harness.case_name(family, draft),
+            "case": harness.case_name(family, draft, runner),
             "record": record,
             "predicted": predicted,
             "seconds": round(obs.seconds, 2),
         }
     )
     return {"observed": observed, "predicted": predicted, "record": record}
+
+
+BOUNDARIES = [2, 4, 6]  # top-level ids as vLLM reads them: canonical [1, 3, 5]
+
+
+@pytest.fixture(scope="session")
+def stamped(engine_work: dict[str, Any]) -> dict[str, Path]:
+    """The llama target and two stamped drafters fed boundaries [2, 4, 6] (canonical
+    [1, 3, 5]): ``right`` trained on [1, 3, 5], ``wrong`` on [2, 4, 5] (SpecForge's reading)."""
+    from eagle3_contracts.stamp import Stamp, write_stamp
+
+    target, _ = target_for(engine_work, "llama")
+    work = engine_work["work"]
+    config = harness.drafter_config(BOUNDARIES, None, 3)
+    right = harness.build_drafter(config, work / "guard-right")
+    write_stamp(right, Stamp((1, 3, 5), harness.NUM_LAYERS, harness.HIDDEN, trained_with="vllm"))
+    wrong = harness.build_drafter(config, work / "guard-wrong")
+    write_stamp(
+        wrong, Stamp((2, 4, 5), harness.NUM_LAYERS, harness.HIDDEN, trained_with="specforge")
+    )
+    return {"target": target, "right": right, "wrong": wrong}
+
+
+def check_agrees(result: dict[str, Any]) -> None:
+    """The observed outcome equals the registry's prediction for the case's release/runner."""
+    observed, predicted = result["observed"], result["predicted"]
+    record = result["record"]
+    assert not isinstance(predicted, str), f"no prediction: {predicted}"
+    assert harness.agrees(observed, predicted), (
+        f"{record['serve']} observed {observed}, the registry predicts {predicted} for "
+        f"draft {record['draft_config']} (model file {record['model_file']})"
+    )

