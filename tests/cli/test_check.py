@@ -476,3 +476,31 @@ def test_a_trainer_release_is_refused_as_a_serving_engine(
         "'sglang==0.5.23', 'vllm==0.33.0:v1') as --serve-with"
     )
     assert run(capsys, *argv, "--serve-with", "sglang==0.5.23")[0] in (0, 1)
+
+
+def test_a_config_with_only_target_layer_ids_is_answered_as_vllm_v2_reads_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """vLLM V2 (eagle3_utils.py get_eagle3_aux_layers_from_config) reads target_layer_ids
+    + 1 as boundaries: canonical [3, 10, 20], not its default, so a SpecForge-trained drafter
+    (default [1, 15, 28]) is a mismatch there, with a top-level fix V2 reads first."""
+    draft = write(
+        tmp_path,
+        "draft.json",
+        {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096,
+         "target_layer_ids": [3, 10, 20]},
+    )  # fmt: skip
+    target = write(
+        tmp_path,
+        "target.json",
+        {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+         "num_hidden_layers": 32},
+    )  # fmt: skip
+    argv = (draft, "--target", target, "--trained-with", "specforge")
+    code, out, _ = run(capsys, *argv, "--serve-with", "vllm==0.33.0:v2")
+    row = next(x for x in out.splitlines() if x.startswith("vllm==0.33.0:v2 "))
+    assert "3, 10, 20" in row and code == 1, out
+    assert "eagle_aux_hidden_state_layer_ids = [2, 16, 29]" in row
+    code, out, _ = run(capsys, *argv, "--serve-with", "vllm==0.33.0:v1")
+    row = next(x for x in out.splitlines() if x.startswith("vllm==0.33.0:v1 "))
+    assert "1, 15, 28" in row and code == 0, out  # V1 never reads target_layer_ids
