@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts.conventions import predict
-from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_training
-from eagle3_contracts.conventions.releases import known_releases
+from eagle3_contracts.conventions.predict import Feed, predict_feed
+from eagle3_contracts.conventions.release_table import known_releases
+from eagle3_contracts.conventions.trainers import predict_training
 from eagle3_contracts.errors import ContractError
 
 IDS = "eagle_aux_hidden_state_layer_ids"
