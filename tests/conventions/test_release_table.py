@@ -15,7 +15,7 @@ import pytest
 
 from eagle3_contracts.conventions import release_table as RT
 from eagle3_contracts.conventions._entry import DefaultRule, Meaning, OffsetRule
-from eagle3_contracts.conventions.predict import newest_release
+from eagle3_contracts.conventions.releases import newest_release
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import selection
 
