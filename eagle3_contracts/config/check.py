@@ -336,29 +336,7 @@ def check_drafter(
     stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
     if stamped is not None:
         trained_with = stamped.system
-        readings: tuple[tuple[str, CapturePlan], ...] = ((stamped.system, stamped),)
-        ambiguous = False
-    elif trained_with is not None:
-        readings = ((trained_with, resolve(draft_cfg, target_cfg, trained_with)),)
-        ambiguous = False
-    else:
-        both: tuple[tuple[str, CapturePlan], ...] = tuple(
-            (name, resolve(draft_cfg, target_cfg, name)) for name in conventions.READINGS
-        )
-        ambiguous = len({p.layer_ids for _, p in both}) > 1
-        if ambiguous:
-            readings = both
-            notes.append(
-                "the ids' meaning is ambiguous without --trained-with: under 'output' (SpecForge, "
-                "ModelOpt, TensorRT-LLM) and 'boundary' (vLLM, speculators, original EAGLE) they "
-                "name different layers"
-            )
-        else:
-            readings = (("output = boundary", both[0][1]),)
-            notes.append(
-                "no --trained-with: both readings of the config give the same layers "
-                f"[{_ids(both[0][1].layer_ids)}]"
-            )
+    readings, ambiguous = _readings(stamped, draft_cfg, target_cfg, trained_with, notes)
 
     served = [draft_cfg] + [
         c if isinstance(c, DraftConfig) else read_draft_config(c) for c in served_configs
@@ -367,18 +345,12 @@ def check_drafter(
     labels = [_label(c.source, taken) for c in served]
     partitions = _partitions(systems, target_cfg, pp_size, pp_partition)
 
-    rows = []
-    for reading, trained in readings:
-        for label, cfg in zip(labels, served, strict=True):
-            for name in systems:
-                part = partitions.get(name) if partitions else None
-                plan = resolve(cfg, target_cfg, name, partition=part)
-                stages = None
-                if part is not None:
-                    from eagle3_contracts.parallel.partition import stage_ownership
-
-                    stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
-                rows.append(CheckRow(label, reading, name, plan, compare(trained, plan), stages))
+    rows = [
+        _row(label, reading, trained, name, cfg, target_cfg, partitions)
+        for reading, trained in readings
+        for label, cfg in zip(labels, served, strict=True)
+        for name in systems
+    ]
 
     trained0 = readings[0][1]
     num_ids = len(trained0.layer_ids) + len(trained0.non_canonical)
@@ -405,6 +377,54 @@ def check_drafter(
         pipeline=pipeline,
         title=title,
     )
+
+
+def _readings(
+    stamped: CapturePlan | None,
+    draft: DraftConfig,
+    target: TargetConfig,
+    trained_with: str | None,
+    notes: list[str],
+) -> tuple[tuple[tuple[str, CapturePlan], ...], bool]:
+    """What the drafter was trained on: the stamp's, the named trainer's, or both readings of
+    its ids (and whether they differ)."""
+    if stamped is not None:
+        return ((stamped.system, stamped),), False
+    if trained_with is not None:
+        return ((trained_with, resolve(draft, target, trained_with)),), False
+    both = tuple((name, resolve(draft, target, name)) for name in conventions.READINGS)
+    if len({p.layer_ids for _, p in both}) > 1:
+        notes.append(
+            "the ids' meaning is ambiguous without --trained-with: under 'output' (SpecForge, "
+            "ModelOpt, TensorRT-LLM) and 'boundary' (vLLM, speculators, original EAGLE) they "
+            "name different layers"
+        )
+        return both, True
+    notes.append(
+        "no --trained-with: both readings of the config give the same layers "
+        f"[{_ids(both[0][1].layer_ids)}]"
+    )
+    return (("output = boundary", both[0][1]),), False
+
+
+def _row(
+    label: str,
+    reading: str,
+    trained: CapturePlan,
+    name: str,
+    draft: DraftConfig,
+    target: TargetConfig,
+    partitions: Mapping[str, Any],
+) -> CheckRow:
+    """One row: what ``name`` feeds the served config, against the training."""
+    part = partitions.get(name) if partitions else None
+    plan = resolve(draft, target, name, partition=part)
+    stages = None
+    if part is not None:
+        from eagle3_contracts.parallel.partition import stage_ownership
+
+        stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
+    return CheckRow(label, reading, name, plan, compare(trained, plan), stages)
 
 
 def _stamp_plan(

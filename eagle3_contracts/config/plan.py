@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts import conventions
-from eagle3_contracts.config import serving
+from eagle3_contracts.config import fixes
 from eagle3_contracts.config.readers import (
     DraftConfig,
     TargetConfig,
@@ -30,6 +30,7 @@ from eagle3_contracts.conventions import (
     DefaultRule,
     PipelineParallel,
     Validation,
+    predict,
     releases,
 )
 from eagle3_contracts.conventions.names import EngineSpec, FixedReading, TrainerSpec, parse_system
@@ -63,7 +64,7 @@ class CapturePlan:
     refused: str | None = None  # the system refuses this config at load (why)
     pp_dropped: tuple[int, ...] = ()  # canonical ids lost to pipeline parallelism
     convention: Convention | None = field(default=None, repr=False, compare=False)
-    # -- release-true answers (engines and trainer releases, ``config.serving``) -------------
+    # -- release-true answers (engines and trainer releases, ``conventions.predict``) --------
     kind: str = "segments"  # "segments", "crash", "unsupported" or "unknown"
     crash: str | None = None  # crash class ("fc-width-mismatch", "embedding-residual-none", ...)
     release: str | None = None  # "sglang==0.5.23" (the release answered for)
@@ -161,7 +162,7 @@ def resolve(
 
     Engine names (``sglang``, ``vllm==0.33.0:v1``) and trainer releases (``specforge``,
     ``specforge==0.2.0``: what it trained the drafter on) are answered per release through
-    ``config.serving``.
+    ``conventions.predict.predict_system``.
     """
     draft = (
         draft_config if isinstance(draft_config, DraftConfig) else read_draft_config(draft_config)
@@ -224,7 +225,7 @@ def _release_plan(
     system: str,
     partition: LayerPartition | None,
 ) -> CapturePlan:
-    feed = serving.feed_for(system, draft, target)
+    feed = predict.predict_system(system, dict(draft.raw), target)
     notes = list(feed.notes)
     ids = feed.canonical
     # an unsupported or unknown row collects nothing: the partition is still checked
@@ -608,7 +609,7 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
             "post-norm state instead of aux states (eagle_config.use_aux_hidden_state)"
         )
     draft, target = served.inputs
-    fix = serving.proven_fix(
+    fix = fixes.proven_fix(
         trained.layer_ids,
         _trained_count(trained),
         served.system,

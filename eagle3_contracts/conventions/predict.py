@@ -35,8 +35,11 @@ from eagle3_contracts.conventions import release_table, releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.conventions.names import (
+    TRAINER_DEFAULTS,
     EngineSpec,
+    TrainerSpec,
     engine_spec,
+    parse_system,
 )
 from eagle3_contracts.conventions.release_table import (
     EntryClass,
@@ -202,6 +205,30 @@ def predict_feed(
     return ctx.run(explicit_ids)
 
 
+def predict_system(
+    system: str,
+    draft_config: Mapping[str, Any],
+    target_config: TargetLike,
+    *,
+    field: str = "trained_with",
+) -> Feed:
+    """What the system named ``system`` answers for the drafter: an engine release's feed
+    (``sglang``, ``vllm==0.33.0:v1``), or the features a trainer release trained it on
+    (``specforge==0.2.0``, through its pinned capture engine). ``field`` names the option a
+    refusal points at (``trained_with``, ``serve_with``)."""
+    from eagle3_contracts.conventions import trainers  # trainers imports this module
+
+    spec = parse_system(system, field=field)
+    if isinstance(spec, EngineSpec):
+        return predict_feed(spec, draft_config, target_config)
+    if isinstance(spec, TrainerSpec):
+        return trainers.predict_trainer(spec, draft_config, target_config)
+    raise ContractError(
+        f"{system!r} is not a trainer release; known: {', '.join(TRAINER_DEFAULTS.values())}",
+        field=field,
+    )
+
+
 @dataclass(frozen=True)
 class _Read:
     """What the release read: the ids (None: its default), from where, and where a fix writes."""
@@ -226,6 +253,34 @@ class _Context:
 
     # -- steps ------------------------------------------------------------------------------
     def run(self, explicit_ids: Sequence[int] | None) -> Feed:
+        checked = self._readable_row()
+        if isinstance(checked, Feed):
+            return checked
+        row, rule, placement = checked
+        use_aux, use_aux_src = self._use_aux()
+        if not use_aux:
+            return self._feed(
+                "segments",
+                (),
+                None,
+                None,
+                f"{use_aux_src}; no aux hidden states: the drafter gets the target's final "
+                "hidden state (width H)",
+                final_state=True,
+            )
+        found_ids = self._ids(explicit_ids)
+        if isinstance(found_ids, Feed):
+            return found_ids
+        fed, reader_src = found_ids
+        elements = self._elements(row, rule, fed.native, reader_src)
+        if isinstance(elements, Feed):
+            return elements
+        source = f"{self._class_source(row)}; {reader_src}; {placement.describe()}"
+        return self._collect(row, placement, elements, source, fed)
+
+    def _readable_row(self) -> tuple[EntryClass, SelectionRule, Placement] | Feed:
+        """The target's entry class (and, for vLLM, the runner), when its rule and placement
+        can be simulated; else the answer saying why not."""
         found = self._entry_class()
         if isinstance(found, Feed):
             return found
@@ -248,47 +303,57 @@ class _Context:
             problems.append(f"capture placement not boundary-exact: {row.placement_problem}")
         if problems or placement is None or rule is None:
             return self._unknown("; ".join(problems), self._class_source(row))
-        use_aux, use_aux_src = self._use_aux()
-        if not use_aux:
-            return self._feed(
-                "segments",
-                (),
-                None,
-                None,
-                f"{use_aux_src}; no aux hidden states: the drafter gets the target's final "
-                "hidden state (width H)",
-                final_state=True,
-            )
+        return row, rule, placement
+
+    def _ids(self, explicit_ids: Sequence[int] | None) -> tuple[_Read, str] | Feed:
+        """What the release reads (or is handed), and the reader's citation."""
         if explicit_ids is not None:
-            native: tuple[int, ...] | None = tuple(explicit_ids)
-            ids_source = "explicit"
-            reader_src = "ids handed to the setter by the caller"
-            read_path: str | None = None
-        else:
-            found_ids = self._read_ids()
-            if isinstance(found_ids, Feed):
-                return found_ids
-            native, ids_source, reader_src, read_path = found_ids
-        n = self.target.num_layers
-        if native is None:
-            default = row.selection.default
-            if default is None:
-                return self._unknown(
-                    f"no-ids default {row.selection.default_name!r} unknown",
-                    self._class_source(row),
-                )
-            elements = default.elements(n)
-            if rule is SelectionRule.SORTED_SET:
-                elements = sorted(set(elements))
-            self.notes.append(
-                f"no ids where {self.release} reads them ({reader_src}): its default "
-                f"{default.value} = {elements} (loop indices / boundaries)"
+            return _Read(tuple(explicit_ids), "explicit", None), (
+                "ids handed to the setter by the caller"
             )
-        else:
-            elements = rule.elements(list(native), n)
+        found_ids = self._read_ids()
+        if isinstance(found_ids, Feed):
+            return found_ids
+        native, ids_source, reader_src, read_path = found_ids
+        return _Read(native, ids_source, read_path), reader_src
+
+    def _elements(
+        self,
+        row: EntryClass,
+        rule: SelectionRule,
+        native: tuple[int, ...] | None,
+        reader_src: str,
+    ) -> list[int] | Feed:
+        """The capture-set elements the setter stores (its default when no ids were read)."""
+        n = self.target.num_layers
+        if native is not None:
+            return rule.elements(list(native), n)
+        default = row.selection.default
+        if default is None:
+            return self._unknown(
+                f"no-ids default {row.selection.default_name!r} unknown",
+                self._class_source(row),
+            )
+        elements = default.elements(n)
+        if rule is SelectionRule.SORTED_SET:
+            elements = sorted(set(elements))
+        self.notes.append(
+            f"no ids where {self.release} reads them ({reader_src}): its default "
+            f"{default.value} = {elements} (loop indices / boundaries)"
+        )
+        return elements
+
+    def _collect(
+        self,
+        row: EntryClass,
+        placement: Placement,
+        elements: list[int],
+        source: str,
+        fed: _Read,
+    ) -> Feed:
+        """What the target's forward collects for ``elements`` and what the drafter gets."""
+        n = self.target.num_layers
         width_states = self._fc_width()
-        source = f"{self._class_source(row)}; {reader_src}; {placement.describe()}"
-        fed = _Read(native, ids_source, read_path)
         if row.selection.inner_raises_on:
             # the inner setter flags self.layers[e] (sglang 0.5.23 qwen2_moe.py:1153-1156):
             # e >= L raises IndexError, a negative e flags layers[L + e] (observed running
