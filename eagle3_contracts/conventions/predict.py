@@ -292,6 +292,12 @@ class _Context:
                 )
                 return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
             elements = [e + n if e < 0 else e for e in elements]
+        if 0 in elements and placement.get("embedding") == "needs reading":
+            return self._unknown(
+                f"loop index / boundary 0 (the embedding) asked: what {self.model_file} stores "
+                f"there needs reading ({_placement_source(placement)})",
+                self._class_source(row),
+            )
         crash, collected = self._capture(elements, placement, n)
         state = STREAM
         if placement.get("residual_dropped"):

@@ -59,7 +59,10 @@ _RULES: dict[str, tuple[Meaning, OffsetRule]] = {
 """Probed selection rule (ids -> capture-set elements) -> the registry's vocabulary, valid when
 the placement maps element e to boundary e (``boundary_minus_element == 0``)."""
 
-_DEFAULTS: dict[str, DefaultRule] = {"2,L//2,L-3": DefaultRule.BOUNDARIES_2_MID_LM3}
+_DEFAULTS: dict[str, DefaultRule] = {
+    "2,L//2,L-3": DefaultRule.BOUNDARIES_2_MID_LM3,
+    "3,L//2+1,L-2": DefaultRule.BOUNDARIES_3_MIDP1_LM2,
+}
 
 
 # -- the shipped tables -----------------------------------------------------------------------

@@ -445,7 +445,7 @@ def test_an_unknown_framework_and_a_table_without_a_wheel_still_cite_the_release
 
 
 def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> None:
-    table = _edited(SG23, LLAMA_KEY, rule="reversed", default="3,L//2+1,L-2")
+    table = _edited(SG23, LLAMA_KEY, rule="reversed", default="4,L//2,L-1")
     table["classes"][LLAMA_KEY]["needs_reading"] = ["llama.py:10: call of 'f'"]
     table["id_source"]["precedence"] = []
     forward = table["classes"][LLAMA_KEY]["placement"]["forward"]
@@ -460,7 +460,7 @@ def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> Non
         "placement {"
     )
     assert message.endswith(
-        "} is not boundary-exact; no-ids default '3,L//2+1,L-2' has no registry equivalent; "
+        "} is not boundary-exact; no-ids default '4,L//2,L-1' has no registry equivalent; "
         "the draft-config reader needed reading (no evaluated precedence)"
     )
 
@@ -478,3 +478,12 @@ def test_an_ambiguous_placement_and_a_missing_default_are_named() -> None:
     del table["classes"][LLAMA_KEY]["selection"]["default"]
     with pytest.raises(ContractError, match=r"no-ids default None has no registry equivalent$"):
         R.convention_from_table(table, LLAMA_KEY)
+
+
+def test_the_minimax_m3_default_is_boundaries_3_mid_plus_1_l_minus_2() -> None:
+    """sglang 0.5.23 minimax_m3_vl.py defaults to loop indices (3, L//2+1, L-2): a convention
+    backs it (explicit ids were refused for want of this default)."""
+    c = conventions.get("sglang==0.5.23", architectures=["MiniMaxM3SparseForConditionalGeneration"])
+    assert c.default is DefaultRule.BOUNDARIES_3_MIDP1_LM2
+    assert c.default.native(32) == c.default.boundaries(32) == (3, 17, 30)
+    assert c.describe_default(32) == "boundaries (3, L//2+1, L-2) = (3, 17, 30) for L = 32"
