@@ -365,6 +365,12 @@ class _Context:
                 )
                 return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
             elements = [e + n if e < 0 else e for e in elements]
+        if 0 in elements and placement.embedding == "needs reading":
+            return self._unknown(
+                f"loop index / boundary 0 (the embedding) asked: what {self.model_file} stores "
+                f"there needs reading ({placement.describe()})",
+                self._class_source(row),
+            )
         crash, collected = self._capture(elements, placement, n)
         state = STREAM
         if placement.residual_dropped:

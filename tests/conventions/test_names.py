@@ -291,7 +291,7 @@ def test_check_diagnose_stages_and_get_give_one_answer(case: tuple) -> None:
     answers = _answers(name, ids, arch, n)
     element_wise = {answers["diagnose"], answers["stages"], answers["get"]}
     assert len(element_wise) == 1, (name, ids, arch, n, answers)
-    if answers["check"] is not None and answers["get"] is not None:
+    if answers["check"] is not None:  # check's answer is the element-wise one, exactly
         assert answers["get"] == answers["check"], (name, ids, arch, n, answers)
 
 
@@ -301,7 +301,7 @@ def test_every_probed_model_file_answers_alike_for_the_unversioned_names(arch: s
         for ids in ((2, 16, 29), (1, 15, 28), (0, 5, 31)):
             answers = _answers(name, ids, arch, 32)
             assert len({answers["diagnose"], answers["stages"], answers["get"]}) == 1, answers
-            if answers["check"] is not None and answers["get"] is not None:
+            if answers["check"] is not None:
                 assert answers["get"] == answers["check"], (name, arch, ids, answers)
 
 

@@ -333,7 +333,7 @@ def test_a_table_without_a_wheel_still_cites_the_release() -> None:
 
 
 def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> None:
-    table = _edited(LLAMA_KEY, rule="reversed", default="3,L//2+1,L-2")
+    table = _edited(LLAMA_KEY, rule="reversed", default="4,L//2,L-1")
     table["classes"][LLAMA_KEY]["needs_reading"] = ["llama.py:10: call of 'f'"]
     table["id_source"]["precedence"] = []
     forward = table["classes"][LLAMA_KEY]["placement"]["forward"]
@@ -346,7 +346,7 @@ def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> Non
         "sglang==0.5.23 llama.py (LlamaForCausalLM): the probed code cannot back a convention: "
         "llama.py:10: call of 'f'; selection rule 'reversed' has no registry equivalent; "
         "placement not boundary-exact: capture in llama.py LlamaModel.forward (lines 491): "
-        "boundary = element + 1; no-ids default '3,L//2+1,L-2' has no registry equivalent; "
+        "boundary = element + 1; no-ids default '4,L//2,L-1' has no registry equivalent; "
         "the draft-config reader needed reading (no evaluated precedence)"
     )
 
@@ -364,3 +364,13 @@ def test_an_ambiguous_placement_and_a_missing_default_are_named() -> None:
     del table["classes"][LLAMA_KEY]["selection"]["default"]
     with pytest.raises(ContractError, match=r"no-ids default None has no registry equivalent$"):
         R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
+        R.convention_from_table(table, LLAMA_KEY)
+
+
+def test_the_minimax_m3_default_is_boundaries_3_mid_plus_1_l_minus_2() -> None:
+    """sglang 0.5.23 minimax_m3_vl.py defaults to loop indices (3, L//2+1, L-2): a convention
+    backs it (explicit ids were refused for want of this default)."""
+    c = conventions.get("sglang==0.5.23", architectures=["MiniMaxM3SparseForConditionalGeneration"])
+    assert c.default is DefaultRule.BOUNDARIES_3_MIDP1_LM2
+    assert c.default.native(32) == c.default.boundaries(32) == (3, 17, 30)
+    assert c.describe_default(32) == "boundaries (3, L//2+1, L-2) = (3, 17, 30) for L = 32"
