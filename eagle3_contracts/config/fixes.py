@@ -1,13 +1,9 @@
-"""Release-true answers inside ``check``: engine rows and trainer releases through
-``conventions.predict``, and fixes proven by re-prediction.
+"""The fix ``check`` prints for an engine release, proven by re-prediction.
 
-``plan.resolve`` hands every name ``predict`` answers (``sglang``, ``vllm==0.33.0:v1``,
-``specforge==0.2.0``, ``sglang-legacy`` ...) to ``feed_for``; the ``Feed`` becomes the plan's
-layers plus its key (release, runner, model file) and its verdict class (``crash``,
-``unsupported``, ``unknown``). ``proven_fix`` searches the native id lists a fix could write at
-the place that release reads, applies each to a copy of the drafter's config, predicts again, and
-returns the first one whose prediction is exactly what the drafter was trained on: a printed fix
-is never a guess.
+``proven_fix`` searches the native id lists a fix could write at the place that release reads,
+applies each to a copy of the drafter's config, predicts again (``conventions.predict``), and
+returns the first one whose prediction is exactly what the drafter was trained on: a printed
+fix is never a guess. ``apply_fix`` writes exactly those ids at that path.
 """
 
 from __future__ import annotations
@@ -18,19 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagle3_contracts.config.readers import DraftConfig, TargetConfig
-from eagle3_contracts.conventions import predict, trainers
+from eagle3_contracts.conventions import predict
 from eagle3_contracts.conventions.predict import Feed
-
-
-def answers(system: str) -> bool:
-    """Whether ``system`` is answered per release (an engine, or a trainer release)."""
-    return predict.is_trainer_release(system)
-
-
-def feed_for(system: str, draft: DraftConfig, target: TargetConfig) -> Feed:
-    """What ``system`` feeds the drafter; for a trainer release (``specforge==0.2.0``), what it
-    trained the drafter on (an engine release's answer is the same either way: its captures)."""
-    return trainers.predict_training(system, dict(draft.raw), target)
 
 
 @dataclass(frozen=True)
