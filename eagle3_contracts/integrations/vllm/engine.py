@@ -106,13 +106,24 @@ def inner_model(model: Any) -> Any:
 
 
 def configured_ids(hf_config: Any) -> dict[str, Any]:
-    """The drafter's ids as configured (both places vLLM may read) and ``num_aux_hidden_states``."""
+    """The drafter's ids as configured (every field V1 or V2 may read, present ones only for
+    the V2-only forms) and ``num_aux_hidden_states``."""
     nested = getattr(hf_config, "eagle_config", None)
-    return {
+    out = {
         "top_level": getattr(hf_config, IDS_FIELD, None),
         "nested": nested.get(IDS_FIELD) if isinstance(nested, dict) else None,
         "num_aux_hidden_states": getattr(hf_config, "num_aux_hidden_states", None),
     }
+    # eagle3_utils.py get_eagle3_aux_layers_from_config (model runner V2)
+    dflash = getattr(hf_config, "dflash_config", None)
+    extra = {
+        "dflash_config": dflash if isinstance(dflash, dict) else None,
+        "dspark_target_layer_ids": getattr(hf_config, "dspark_target_layer_ids", None),
+        "target_layer_ids": getattr(hf_config, "target_layer_ids", None),
+        "eagle_config.layer_ids": nested.get("layer_ids") if isinstance(nested, dict) else None,
+    }
+    out.update({k: v for k, v in extra.items() if v is not None})
+    return out
 
 
 def _stream(hidden: Any, residual: Any) -> torch.Tensor | None:
