@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import enum
 import logging
+import sys
 from dataclasses import dataclass
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -288,3 +289,51 @@ def test_a_proven_mismatch_still_stops_a_strict_server() -> None:
     session.expected = (0, 2, 3)
     with pytest.raises(WiringMismatch, match="MISMATCH"):
         _step(runner, PROMPT)
+
+
+def _fake_vllm(monkeypatch: pytest.MonkeyPatch, version: str, tp_rank: int = 0) -> None:
+    """Stand-in ``vllm`` modules: the release number and the TP rank ``attach`` reads."""
+    vllm = ModuleType("vllm")
+    vllm.__version__ = version  # type: ignore[attr-defined]
+    state = ModuleType("vllm.distributed.parallel_state")
+    state.get_tensor_model_parallel_rank = lambda: tp_rank  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.distributed", ModuleType("vllm.distributed"))
+    monkeypatch.setitem(sys.modules, "vllm.distributed.parallel_state", state)
+
+
+def _engine_runner(tp: int = 1, method: str = "eagle3") -> Runner:
+    runner = Runner(Target(), Drafter())
+    parallel = SimpleNamespace(
+        tensor_parallel_size=tp, pipeline_parallel_size=1, use_sequence_parallel_moe=False
+    )
+    runner.vllm_config = SimpleNamespace(parallel_config=parallel)  # type: ignore[attr-defined]
+    runner.speculative_config = SimpleNamespace(method=method)  # type: ignore[attr-defined]
+    runner.speculator = SimpleNamespace(model=runner.drafter)  # type: ignore[attr-defined]
+    return runner
+
+
+@pytest.mark.parametrize(
+    ("version", "tp_rank", "method", "expected"),
+    [
+        ("0.34.0", 0, "eagle3", "not applicable: vLLM 0.34.0 is not a release this plugin was "
+         "checked against (0.32.0, 0.33.0); vLLM untouched"),
+        ("0.33.0", 0, "mtp", "not applicable: speculative method 'mtp', not an EAGLE-3 drafter"),
+        ("0.32.0", 1, "eagle3", "[rank 0, TP 1/2]: armed, not recording on this rank: TP rank 0 "
+         "of 2 records and judges for the group"),
+    ],
+)  # fmt: skip
+def test_a_rank_that_does_not_record_says_why_in_one_line_and_leaves_vllm_untouched(
+    monkeypatch: pytest.MonkeyPatch, version: str, tp_rank: int, method: str, expected: str
+) -> None:
+    from eagle3_contracts.integrations.vllm.engine import attach
+
+    _fake_vllm(monkeypatch, version, tp_rank)
+    runner = _engine_runner(tp=2, method=method)
+    execute, combine = runner.execute_model, runner.drafter.combine_hidden_states
+    log = Log()
+    assert attach(runner, Settings(dump_dir=None, guard="strict"), log, "v2") is None
+    (line,) = [x for _, x in log.lines]
+    assert expected in line, line
+    assert runner.execute_model == execute  # serving untouched
+    assert runner.drafter.combine_hidden_states == combine
