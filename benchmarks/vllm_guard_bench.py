@@ -137,7 +137,7 @@ def main() -> None:
             if mode != "off" and args.graph_standin and not eager:
                 sys.exit(f"{mode}: the recorded step did not bypass the graph: {verdicts}")
             measured = json.loads(lines[0][len("RESULT ") :])
-            costs = re.findall(r"\[guard: ([0-9.]+) ms in this prefill\]", log)
+            costs = re.findall(r"guard: ([0-9.]+) ms in this prefill", log)
             if mode != "off":
                 measured["guard_ms"] = float(costs[0])
             results[mode].append(measured)
