@@ -66,7 +66,7 @@ from eagle3_contracts.integrations.vllm.verdict import (
 )
 from eagle3_contracts.layer_ids import EMBEDDING
 
-Hook = Callable[[nn.Module, tuple[Any, ...], Any], None]
+Hook = Callable[[nn.Module, tuple[Any, ...], Any], Any]
 DISABLE_PREFILL_GRAPH = "--disable-prefill-cuda-graph"
 """0.5.23 ``arg_groups/fields/exec_.py:662`` (``--cuda-graph-backend-prefill=disabled``)."""
 
@@ -135,6 +135,29 @@ def read_stream(output: Any, args: tuple[Any, ...] = ()) -> tuple[torch.Tensor |
         if isinstance(residual, torch.Tensor) and residual.shape == hidden.shape:
             return hidden + residual, ""
     return None, f"a decoder layer returned {type(output).__name__}, not a stream"
+
+
+def settle_finalize(output: Any, args: tuple[Any, ...]) -> Any:
+    """A layer output whose MoE finalize is handed off (a fused-kernel ``DeferredFinalize``,
+    which ``snapshot`` cannot read) completed now, as SGLang completes every captured layer
+    (``layer_boundary/stage.py:317-318`` ``stream.complete``): the output that replaces it (the
+    next layer then reads a settled stream), or ``None`` when there is nothing to settle."""
+    handle = output[0] if isinstance(output, (tuple, list)) and output else output
+    batch = next((a for a in args if hasattr(a, "residual_stream")), None)
+    holder = getattr(batch, "residual_stream", None)
+    pending = getattr(holder, "pending", None)
+    owed = getattr(pending, "owed", None)
+    update = getattr(pending, "update", None)
+    if owed is None or "Finalize" not in type(owed).__name__:
+        return None
+    if holder is None or not getattr(update, "is_plain_add", False):
+        return None
+    done = holder.complete(handle)
+    if isinstance(output, tuple):
+        return (done, *output[1:])
+    if isinstance(output, list):
+        return [done, *output[1:]]
+    return done
 
 
 def stream_of(output: Any, args: tuple[Any, ...] = ()) -> torch.Tensor | None:
@@ -264,10 +287,11 @@ class Session:
         self.embedding = output[: self.settings.guard_tokens].detach().float().clone()
         self.layers, self.rows, self.unread, self.layer_batch = [], [], "", None
 
-    def on_layer(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+    def on_layer(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
         if self.done or self.embedding is None:
-            return
-        stream, why = read_stream(output, args)
+            return None
+        settled = settle_finalize(output, args)
+        stream, why = read_stream(output if settled is None else settled, args)
         self.layer_batch = next((a for a in args if hasattr(a, "forward_mode")), None)
         if stream is None:
             self.unread = self.unread or why
@@ -277,6 +301,7 @@ class Session:
             self.layers.append(stream[: self.settings.guard_tokens].detach().float().clone())
             self.rows.append(int(stream.shape[0]))
         self.model_file = type(module).__module__.rsplit(".", 1)[-1] + ".py"
+        return settled  # replaces the layer's output only where a finalize was settled
 
     def on_logits(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
         if self.done or len(args) < 4:
