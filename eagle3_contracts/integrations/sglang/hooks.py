@@ -37,10 +37,12 @@ SGLang facts this relies on (0.5.23 wheel, ``sglang/srt/``; the hook mechanics a
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +259,22 @@ def sglang_fix(release: str, target: Mapping[str, Any]) -> Callable[[Sequence[in
 # -- one process's session --------------------------------------------------------------------
 
 
+def _timed(hook: Callable[..., Any]) -> Callable[..., Any]:
+    """A hook that does nothing once the session is done and adds its CPU time to ``seconds``."""
+
+    @functools.wraps(hook)
+    def timed(self: Session, module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
+        if self.done:
+            return None
+        start = time.process_time()
+        try:
+            return hook(self, module, args, output)
+        finally:
+            self.seconds += time.process_time() - start
+
+    return timed
+
+
 @dataclass
 class Session:
     """One scheduler process: what the hooks recorded in the current forward."""
@@ -279,14 +297,17 @@ class Session:
     first_prefill: str = ""  # the line printed at the first prefill
     restore_graphs: Callable[[], None] | None = None
     eager_prefills: int = 0  # prefills the guard kept off the prefill graph
+    seconds: float = 0.0  # CPU time spent in the hooks (recording, identifying, judging)
 
     # -- the hooks ------------------------------------------------------------------------
+    @_timed
     def on_embedding(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
         if self.done or not isinstance(output, torch.Tensor):
             return
         self.embedding = output[: self.settings.guard_tokens].detach().float().clone()
         self.layers, self.rows, self.unread, self.layer_batch = [], [], "", None
 
+    @_timed
     def on_layer(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
         if self.done or self.embedding is None:
             return None
@@ -303,6 +324,7 @@ class Session:
         self.model_file = type(module).__module__.rsplit(".", 1)[-1] + ".py"
         return settled  # replaces the layer's output only where a finalize was settled
 
+    @_timed
     def on_logits(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
         if self.done or len(args) < 4:
             return

@@ -59,9 +59,9 @@ class GraphReplay:
                 m._forward_hooks.update(hooks)
 
 
-def _graph_runner(pair: harness.Pair) -> Any:
+def _graph_runner(pair: harness.Pair, max_tokens: int = 64) -> Any:
     """The release's PrefillCudaGraphRunner, breakable backend, with graphs 'captured' for up
-    to 64 tokens (the fields ``can_run_graph`` and ``_execute_body_capture`` read)."""
+    to ``max_tokens`` tokens (the fields ``can_run_graph`` and ``_execute_body_capture`` read)."""
     from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
     from sglang.srt.model_executor.forward_context import get_forward_context
     from sglang.srt.model_executor.runner.prefill_cuda_graph_runner import PrefillCudaGraphRunner
@@ -79,8 +79,8 @@ def _graph_runner(pair: harness.Pair) -> Any:
         "buffer_registry": SimpleNamespace(has_slot=lambda name: False),
         "prefill_backend_name": "breakable",
         "capture_hidden_mode": CaptureHiddenMode.FULL,
-        "capture_num_tokens": [8, 16, 32, 64],
-        "max_num_tokens": 64,
+        "capture_num_tokens": [8 * 2**i for i in range(max(1, max_tokens // 8).bit_length())],
+        "max_num_tokens": max_tokens,
         "max_context_size": None,
         "max_seq_len": None,
         "enable_lora": False,
