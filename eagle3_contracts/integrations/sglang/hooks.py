@@ -282,6 +282,7 @@ class Session:
     settings: Settings
     draft_path: str | None
     where: str = "sglang"
+    release: str = ""  # the installed sglang (read at engine start, not in the prefill)
     log: logging.Logger = field(default_factory=_logger)
     active: bool = True  # False: not applicable here, no hooks
     target_only: bool = False  # the model runner was found: only the target is hooked
@@ -424,7 +425,7 @@ class Session:
         self._check_complete(batch, captured)
         assert self.embedding is not None
         hidden = int(self.embedding.shape[-1])
-        release = sglang_release()
+        release = self.release or sglang_release()
         config: Any = getattr(module, "config", None)
         target: dict[str, Any] = config.to_dict() if config is not None else {}
         found = self._identify(captured, hidden, target)
@@ -536,7 +537,7 @@ def start(settings: Settings, draft_path: str | None, runner: Any) -> Session:
     log = _logger()
     for problem in settings.problems:
         log.warning("%s: %s", PREFIX, problem)
-    made = Session(settings, draft_path, where, log, target_only=runner is not None)
+    made = Session(settings, draft_path, where, release, log, target_only=runner is not None)
     reason = None
     checked = _checked_releases()
     if release not in checked:
