@@ -51,7 +51,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from eagle3_contracts.errors import ContractError, ContractViolation
+from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
 from eagle3_contracts.integrations._report import (
     PREFIX,
     armed_line,
@@ -168,6 +168,17 @@ def stream_of(output: Any, args: tuple[Any, ...] = ()) -> torch.Tensor | None:
 
 
 # -- the engine around the hooks --------------------------------------------------------------
+
+
+def _target_depth(target: Mapping[str, Any]) -> int | None:
+    """The target's depth as ``check`` reads it (``config.readers``: top level or a nested
+    language-model section); None when its config does not say."""
+    from eagle3_contracts.config.readers import read_target_config
+
+    try:
+        return read_target_config(target).num_layers
+    except ConfigError:
+        return None
 
 
 def sglang_release() -> str:
@@ -435,7 +446,7 @@ class Session:
             self._guard(found, release, target)
 
     def _identify(self, captured: torch.Tensor, hidden: int, target: Mapping[str, Any]) -> Any:
-        depth = target.get("num_hidden_layers")
+        depth = _target_depth(target)
         if depth is not None and depth != len(self.layers):
             raise Unobservable(
                 f"recorded {len(self.layers)} decoder layers of {depth} (pipeline parallel "
@@ -525,7 +536,7 @@ def session() -> Session | None:
 
 
 def _checked_releases() -> tuple[str, ...]:
-    from eagle3_contracts.conventions.releases import known_releases
+    from eagle3_contracts.conventions.release_table import known_releases
 
     return known_releases().get("sglang", ())
 
