@@ -541,6 +541,16 @@ def _checked_releases() -> tuple[str, ...]:
     return known_releases().get("sglang", ())
 
 
+def _preload(settings: Settings) -> None:
+    """Import at engine start what the first prefill uses, so that prefill pays no imports."""
+    import eagle3_contracts.config.readers
+    import eagle3_contracts.conventions.predict
+    import eagle3_contracts.stamp
+
+    if settings.dump_dir is not None:
+        import eagle3_contracts.dumps.format  # noqa: F401
+
+
 def start(settings: Settings, draft_path: str | None, runner: Any) -> Session:
     """The process's session and its one engine-start line (armed, or not applicable)."""
     release = sglang_release()
@@ -570,6 +580,7 @@ def start(settings: Settings, draft_path: str | None, runner: Any) -> Session:
         made.first_prefill = not_applicable_line(where, reason)
         log.warning("%s", made.first_prefill)
         return made
+    _preload(settings)
     model = getattr(runner, "model", None)
     stack = layer_stack(model) if isinstance(model, nn.Module) else None
     layers: Any = getattr(stack, "layers", None)
