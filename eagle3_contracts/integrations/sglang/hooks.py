@@ -58,6 +58,7 @@ from eagle3_contracts.integrations._report import (
     cannot_observe_line,
     not_applicable_line,
 )
+from eagle3_contracts.integrations.sglang import draft_problem
 from eagle3_contracts.integrations.vllm.settings import Settings, read_settings
 from eagle3_contracts.integrations.vllm.verdict import (
     GuardVerdict,
@@ -229,20 +230,6 @@ def layer_stack(model: nn.Module) -> nn.Module | None:
         if isinstance(holder, nn.Module) and hasattr(holder, "layers"):
             return holder
     return None
-
-
-def _draft_problem(draft_path: str | None) -> str | None:
-    """Why the drafter at ``draft_path`` is not an EAGLE-3 drafter (``None``: it is, or unread)."""
-    if not draft_path:
-        return None
-    try:
-        config = json.loads((Path(draft_path) / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    archs = config.get("architectures") or []
-    if any("eagle3" in str(a).lower() for a in archs):
-        return None
-    return f"the drafter in {draft_path} is {archs or 'of no architecture'}, not an EAGLE-3 drafter"
 
 
 def sglang_fix(release: str, target: Mapping[str, Any]) -> Callable[[Sequence[int], int], str]:
@@ -574,7 +561,7 @@ def start(settings: Settings, draft_path: str | None, runner: Any) -> Session:
             "stage's layers"
         )
     else:
-        reason = _draft_problem(draft_path)
+        reason = draft_problem(draft_path)
     if reason is not None:
         made.active = False
         made.first_prefill = not_applicable_line(where, reason)

@@ -217,3 +217,19 @@ def test_read_stream_takes_the_snapshot_of_an_owed_output() -> None:
     batch.residual_stream = _Stream(NotImplementedError("a finalize handoff"))
     stream, why = sg_hooks.read_stream(handle, (batch,))
     assert stream is None and "a finalize handoff" in why
+
+
+def test_launch_with_a_non_eagle3_drafter_is_one_line_and_still_launches(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from eagle3_contracts.cli import main, sglang_launch
+
+    launched: list[list[str]] = []
+    monkeypatch.setattr(sglang_launch.os, "execv", lambda path, argv: launched.append(argv))
+    monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", "warn")
+    draft = _write_draft(tmp_path / "draft", "LlamaForCausalLMEagle")
+    argv = ["--model-path", "M", "--speculative-draft-model-path", draft]
+    assert main(["sglang-launch", "--python", "py", "--", *argv]) == 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "['LlamaForCausalLMEagle'], not an EAGLE-3 drafter: the hooks stay off" in line
+    assert launched and launched[0][3:7] == argv  # SGLang runs all the same
