@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list:
         from eagle3_contracts.conventions.names import ALIASES, TRAINER_DEFAULTS
-        from eagle3_contracts.conventions.release_table import known_releases
+        from eagle3_contracts.conventions.releases import known_releases
 
         for name in conventions.REGISTRY:
             print(conventions.get(name).summary())

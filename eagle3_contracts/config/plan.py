@@ -5,18 +5,21 @@ reads ids, what it does when they are absent, its offset rule, which ids it can 
 duplicates, concatenation order and (given a partition) pipeline-parallel drops. The result, a
 ``CapturePlan``, holds canonical ids in concatenation order plus a note for every default or
 drop that applied. ``compare(trained, served)`` says how two plans differ and which native ids
-would make the serving system feed what the drafter was trained on.
+would make the serving system feed what the drafter was trained on; for an engine release
+``proven_fix`` writes each candidate id list where that release reads ids, predicts again
+(``conventions.predict``) and keeps the first that feeds exactly the trained layers, so a
+printed fix is never a guess (``apply_fix`` writes it into a copy of the config).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts import conventions
-from eagle3_contracts.config import fixes
 from eagle3_contracts.config.readers import (
     DraftConfig,
     TargetConfig,
@@ -609,7 +612,7 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
             "post-norm state instead of aux states (eagle_config.use_aux_hidden_state)"
         )
     draft, target = served.inputs
-    fix = fixes.proven_fix(
+    fix = proven_fix(
         trained.layer_ids,
         _trained_count(trained),
         served.system,
@@ -695,3 +698,111 @@ def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | N
             f"{conv.system} drops states captured on earlier stages"
         )
     return native, f"set {conv.setting} = {list(native)}"
+
+
+# -- proven fixes: the id list a release must read, checked by predicting again ----------
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Native ids proven to make a release feed the trained layers, or why none exist."""
+
+    native_ids: tuple[int, ...] | None
+    path: str | None  # the JSON path to write them at
+    why: str  # the fix in words
+
+    @property
+    def label(self) -> str:
+        if self.native_ids is None or self.path is None:
+            return "no native ids can fix it (see details)"
+        return f"{self.path} = [{', '.join(map(str, self.native_ids))}]"
+
+
+def proven_fix(
+    want: Sequence[int],
+    trained_count: int,
+    system: str,
+    feed: Feed,
+    draft: DraftConfig,
+    target: TargetConfig,
+    *,
+    state: str = "residual stream",
+) -> Fix:
+    """The id list to write where ``system`` reads ids so that it feeds exactly ``want``
+    (canonical, trained order), checked by predicting again; else why no list does."""
+    if feed.kind == "unsupported":
+        return Fix(None, None, f"no native ids can fix it: {feed.source}")
+    if feed.kind == "unknown":
+        return Fix(None, None, "no fix is printed for an unknown answer: " + "; ".join(feed.notes))
+    if feed.final_state:
+        return Fix(
+            None,
+            None,
+            "no native ids can fix it: eagle_config.use_aux_hidden_state is false, so no aux "
+            "states are captured; remove it (or set it true) to serve an EAGLE-3 drafter",
+        )
+    if list(want) != sorted(want) or len(set(want)) != len(want):
+        return Fix(
+            None,
+            None,
+            f"no native ids can express it: {feed.release} concatenates each layer once in "
+            f"ascending order, the drafter was trained on [{', '.join(map(str, want))}]; "
+            "retrain with a sorted list of distinct ids",
+        )
+    if feed.state == predict.DELTA and state != predict.DELTA:
+        return Fix(
+            None,
+            None,
+            f"no native ids can fix it: {feed.system} feeds the {feed.state} "
+            f"({feed.notes[-1] if feed.notes else feed.source}); serve with a release that "
+            "captures the residual stream",
+        )
+    if feed.read_path is None:
+        return Fix(None, None, f"no native ids can fix it: {feed.release} reads no config field")
+    base = tuple(want)
+    seen: set[tuple[int, ...]] = set()
+    for form in (base, tuple(i + 1 for i in base)):
+        for k in range(len(form)):
+            cand = form[k:] + form[:k]
+            if cand in seen:
+                continue
+            seen.add(cand)
+            again = predict.predict_feed(system, _with_ids(draft.raw, feed.read_path, cand), target)
+            if (
+                again.kind == "segments"
+                and again.canonical == base
+                and again.width_states == trained_count
+                and again.state == state
+            ):
+                why = f"set {feed.read_path} = [{', '.join(map(str, cand))}]"
+                return Fix(cand, feed.read_path, why + f": {again.system} then feeds them")
+    reason = (
+        f"no id list written at {feed.read_path} makes {feed.system} feed canonical {list(base)}"
+    )
+    if feed.width_states is not None and feed.width_states != trained_count:
+        reason += (
+            f"; its fc takes {feed.width_states} states, the drafter has {trained_count}: set "
+            f"num_aux_hidden_states = {trained_count}"
+        )
+    return Fix(None, None, reason)
+
+
+def _with_ids(raw: Mapping[str, Any], path: str, ids: Sequence[int]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(raw))
+    node = out
+    *heads, last = path.split(".")
+    for head in heads:
+        child = node.get(head)
+        if not isinstance(child, dict):
+            child = {}
+            node[head] = child
+        node = child
+    node[last] = list(ids)
+    return out
+
+
+def apply_fix(raw: Mapping[str, Any], fix: Fix) -> dict[str, Any]:
+    """A copy of the drafter's config with ``fix`` applied (for tests and ``--json`` users)."""
+    if fix.native_ids is None or fix.path is None:
+        raise ValueError("this fix has no native ids to apply")
+    return _with_ids(raw, fix.path, fix.native_ids)

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from eagle3_contracts.conventions import release_table, releases
+from eagle3_contracts.conventions import releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.conventions.names import (
@@ -41,7 +41,7 @@ from eagle3_contracts.conventions.names import (
     engine_spec,
     parse_system,
 )
-from eagle3_contracts.conventions.release_table import (
+from eagle3_contracts.conventions.releases import (
     EntryClass,
     Framework,
     Placement,
@@ -189,7 +189,7 @@ def predict_feed(
             f"{spec.framework}=={version}"
         )
     release = f"{spec.framework}=={version}"
-    probed = release_table.known_releases().get(spec.framework, ())
+    probed = releases.known_releases().get(spec.framework, ())
     if version not in probed:
         known = ", ".join(probed)
         return _unknown(
@@ -200,7 +200,7 @@ def predict_feed(
             f"eagle3_contracts.probe refresh --release {release}`",
             assumptions,
         )
-    table = release_table.load_table(spec.framework, version)
+    table = releases.load_table(spec.framework, version)
     ctx = _Context(spec, release, table, target, draft_config, assumptions)
     return ctx.run(explicit_ids)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eagle3_contracts.conventions import release_table
+from eagle3_contracts.conventions import releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.conventions.names import TrainerSpec, parse_system
@@ -25,7 +25,7 @@ from eagle3_contracts.conventions.predict import (
     predict_feed,
     target_facts,
 )
-from eagle3_contracts.conventions.release_table import DefaultSelection
+from eagle3_contracts.conventions.releases import DefaultSelection
 from eagle3_contracts.errors import ContractError
 
 
@@ -50,7 +50,7 @@ def trainer_release(name: str) -> TrainerRelease:
     if not isinstance(spec, TrainerSpec):
         raise ContractError(f"{name!r} is not a trainer release", field="trained_with")
     name = spec.release
-    table = release_table.load_trainer_table(spec.framework, spec.release_version)
+    table = releases.load_trainer_table(spec.framework, spec.release_version)
     if table.resolver_needs_reading or table.engine is None or table.default is None:
         raise ContractError(
             f"{name}: the probed table cannot back a prediction "

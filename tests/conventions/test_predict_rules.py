@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from eagle3_contracts.config.readers import read_target_config
-from eagle3_contracts.conventions import predict, release_table
+from eagle3_contracts.conventions import predict, releases
 from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
 from eagle3_contracts.conventions.releases import newest_release
 from eagle3_contracts.conventions.trainers import TrainerRelease, trainer_release
@@ -942,7 +942,7 @@ def test_trainer_release_as_probed() -> None:
         count=3,
         distinct=True,
         below_depth=True,
-        default=release_table.DefaultSelection.ONE_MIDM1_LM4,
+        default=releases.DefaultSelection.ONE_MIDM1_LM4,
         sources=SPECFORGE_SOURCES,
     )
 
@@ -1116,15 +1116,15 @@ def patch_table(
     monkeypatch: pytest.MonkeyPatch, framework: str, version: str, edit: Any
 ) -> dict[str, Any]:
     """Serve a copy of one release's table, edited as a future probe might write it."""
-    table = copy.deepcopy(release_table.read_json(framework, version))
+    table = copy.deepcopy(releases.read_json(framework, version))
     edit(table)
-    typed = release_table.ReleaseTable.from_json(table)
-    real = release_table.load_table
+    typed = releases.ReleaseTable.from_json(table)
+    real = releases.load_table
 
-    def load(fw: str, v: str) -> release_table.ReleaseTable:
+    def load(fw: str, v: str) -> releases.ReleaseTable:
         return typed if (fw, v) == (framework, version) else real(fw, v)
 
-    monkeypatch.setattr(release_table, "load_table", load)
+    monkeypatch.setattr(releases, "load_table", load)
     return table
 
 
@@ -1247,10 +1247,10 @@ def test_a_class_without_a_chain_cites_its_entry_class(monkeypatch: pytest.Monke
 
 
 def patch_trainer(monkeypatch: pytest.MonkeyPatch, edit: Any) -> None:
-    table = copy.deepcopy(release_table.read_trainer_json("specforge", "0.2.0"))
+    table = copy.deepcopy(releases.read_trainer_json("specforge", "0.2.0"))
     edit(table)
-    typed = release_table.TrainerTable.from_json(table)
-    monkeypatch.setattr(release_table, "load_trainer_table", lambda fw, v: typed)
+    typed = releases.TrainerTable.from_json(table)
+    monkeypatch.setattr(releases, "load_trainer_table", lambda fw, v: typed)
 
 
 @pytest.mark.parametrize(
@@ -1311,8 +1311,8 @@ def test_a_malformed_engine_name_is_refused_as_a_release(name: str) -> None:
 
 
 def test_an_install_without_one_engines_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    known = release_table.known_releases()
-    monkeypatch.setattr(release_table, "known_releases", lambda: {"sglang": known["sglang"]})
+    known = releases.known_releases()
+    monkeypatch.setattr(releases, "known_releases", lambda: {"sglang": known["sglang"]})
     feed = predict_feed("vllm==0.33.0:v1", top(3, 17, 30), LLAMA)
     assert (feed.kind, feed.runner) == ("unknown", "v1")
     assert feed.notes[0].startswith("vllm==0.33.0 has not been probed (known: ); probe it with")
