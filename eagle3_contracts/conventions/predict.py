@@ -35,6 +35,7 @@ from eagle3_contracts.conventions import release_table, releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.conventions.release_table import (
+    ArmsVerdict,
     EntryClass,
     Framework,
     Placement,
@@ -63,6 +64,14 @@ ALIASES: dict[str, str] = {
 }
 """Older registry names that stand for one release (and runner)."""
 
+
+FC_HIDDEN_SOURCES: dict[Framework, str] = {
+    Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.33.0 lines 218-221): "
+    "fc_input_size = getattr(config, 'target_hidden_size', config.hidden_size) x states",
+    Framework.SGLANG: "sglang/srt/models/llama_eagle3.py (0.5.23 lines 151-152, 163): "
+    "hidden_size_in = config.target_hidden_size if set, else config.hidden_size",
+}
+"""Where each engine takes the per-state fc width from the draft config."""
 
 FC_WIDTH_SOURCES: dict[Framework, str] = {
     Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 lines 209-221): "
@@ -317,6 +326,15 @@ class _Context:
                 f"selection rule {row.selection.rule_name!r} is not one the predictor knows"
             )
         placement = row.placement
+        arms = row.setter_arms
+        if arms is not None and (
+            arms.verdict is ArmsVerdict.UNKNOWN
+            or (arms.verdict is ArmsVerdict.NOT_ARMED and self.table.framework is Framework.VLLM)
+        ):
+            problems.append(
+                f"whether the EAGLE-3 setter ({'; '.join(arms.setters)}) arms the capture is not "
+                f"read statically ({', '.join(arms.unread) or arms.describe()})"
+            )
         if placement is None or not placement.boundary_exact:
             problems.append(f"capture placement not boundary-exact: {row.placement_problem}")
         if problems or placement is None or rule is None:
@@ -373,6 +391,10 @@ class _Context:
                 )
                 return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
             elements = [e + n if e < 0 else e for e in elements]
+        if arms is not None and arms.verdict is ArmsVerdict.NOT_ARMED:
+            self.notes.append(f"{arms.describe()} ({placement.describe()}): nothing is captured")
+            self._engine_crash(elements, (), placement)
+            return self._feed("crash", (), width_states, "no-aux-states", source, read=fed)
         crash, collected = self._capture(elements, placement, n)
         state = STREAM
         if placement.residual_dropped:
@@ -396,6 +418,18 @@ class _Context:
             return self._feed(
                 "crash", canonical, width_states, engine_crash, source, state=state, read=fed
             )
+        sized = self._fc_hidden()
+        if sized is not None and sized[0] != self.target.hidden_size:
+            self.notes.append(
+                f"the drafter's fc is built for {width_states} x {sized[0]} inputs from the draft "
+                f"config's {sized[1]} ({FC_HIDDEN_SOURCES[self.table.framework]}), the target "
+                f"sends {len(canonical)} x {self.target.hidden_size}: shape error at the first "
+                "speculative step (set target_hidden_size = "
+                f"{self.target.hidden_size} if the drafter was trained on this target)"
+            )
+            return self._feed(
+                "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
+            )
         if len(canonical) != width_states:
             self.notes.append(
                 f"the drafter's fc takes {width_states} states "
@@ -407,6 +441,23 @@ class _Context:
                 "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
             )
         return self._feed("segments", canonical, width_states, None, source, state=state, read=fed)
+
+    def _fc_hidden(self) -> tuple[int, str] | None:
+        """The per-state width the engine sizes fc (and its norms) from: the draft config's
+        ``target_hidden_size``, else its ``hidden_size`` (speculators: the
+        ``transformer_layer_config``'s); ``None`` when the config gives neither."""
+        layer = self.draft.get("transformer_layer_config")
+        for where, value in (
+            ("target_hidden_size", self.draft.get("target_hidden_size")),
+            ("hidden_size", self.draft.get("hidden_size")),
+            (
+                "transformer_layer_config.hidden_size",
+                layer.get("hidden_size") if isinstance(layer, Mapping) else None,
+            ),
+        ):
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value, where
+        return None
 
     def _fc_skipped(self, count: int) -> bool:
         """SGLang's EAGLE-3 drafter runs fc only when the feed is wider than its embedding
