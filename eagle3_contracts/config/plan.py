@@ -509,6 +509,9 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
                     None,
                 )
             )
+        if served.feed is not None and served.feed.ignored_flags:
+            said = [n for n in served.notes if n.startswith(predict.IGNORED_FLAG)]
+            raw.append((FindingKind.FLAG_IGNORED, "; ".join(said), (), None))
         new_post = [x for x in served.non_canonical if x not in trained.non_canonical]
         if new_post:
             raw.append(

@@ -65,6 +65,9 @@ ALIASES: dict[str, str] = {
 """Older registry names that stand for one release (and runner)."""
 
 
+IGNORED_FLAG = "the draft config sets"
+"""How a note about a norm flag the release never reads begins."""
+
 FC_HIDDEN_SOURCES: dict[Framework, str] = {
     Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.33.0 lines 218-221): "
     "fc_input_size = getattr(config, 'target_hidden_size', config.hidden_size) x states",
@@ -153,6 +156,7 @@ class Feed:
     notes: tuple[str, ...] = ()
     state: str = "residual stream"  # what each collected segment holds
     read_path: str | None = field(default=None)  # where a fix must write ids for this release
+    ignored_flags: tuple[str, ...] = ()  # norm flags the config sets that the release never reads
 
     @property
     def system(self) -> str:
@@ -302,6 +306,7 @@ class _Context:
     draft: Mapping[str, Any]
     assumptions: list[str]
     notes: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # norm flags the release never reads
     runner: str | None = None
     model_file: str = ""
     entry: str = ""
@@ -339,6 +344,8 @@ class _Context:
             problems.append(f"capture placement not boundary-exact: {row.placement_problem}")
         if problems or placement is None or rule is None:
             return self._unknown("; ".join(problems), self._class_source(row))
+        if explicit_ids is None:  # serving: the release's own drafter runs (not a trainer's)
+            self._ignored_flags()
         use_aux, use_aux_src = self._use_aux()
         if not use_aux:
             return self._feed(
@@ -441,6 +448,21 @@ class _Context:
                 "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
             )
         return self._feed("segments", canonical, width_states, None, source, state=state, read=fed)
+
+    def _ignored_flags(self) -> None:
+        """Norm flags the draft config sets (top level or ``eagle_config``) that the release's
+        drafter file never reads: the drafter runs without the norm it was trained with."""
+        eagle = self.draft.get("eagle_config")
+        for flag, line in self.table.drafter_flags.items():
+            value = self.draft.get(flag)
+            if value is None and isinstance(eagle, Mapping):
+                value = eagle.get(flag)
+            if value is True and line is None:
+                self.ignored.append(flag)
+                self.notes.append(
+                    f"{IGNORED_FLAG} {flag} = true; {self.release}'s {self.table.drafter_file} "
+                    "never reads it: the drafter runs without that norm"
+                )
 
     def _fc_hidden(self) -> tuple[int, str] | None:
         """The per-state width the engine sizes fc (and its norms) from: the draft config's
@@ -713,6 +735,7 @@ class _Context:
             notes=tuple(self.notes),
             read_path=read.read_path,
             state=state,
+            ignored_flags=tuple(self.ignored),
         )
 
     def _feed_unsupported(self, where: str, source: str) -> Feed:

@@ -391,6 +391,9 @@ class ReleaseTable:
     runner: RunnerRule | None = None  # vLLM releases whose runner default was probed
     grids: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     # grids["file.py:Class.method"][str(L)][case] = elements, "raises X" or None
+    drafter_file: str = ""  # the release's EAGLE-3 drafter file ("" when not probed)
+    drafter_flags: Mapping[str, int | None] = field(default_factory=dict)
+    # flag -> first line of drafter_file naming it; None: the release ignores the flag
 
     @property
     def release(self) -> str:
@@ -492,6 +495,8 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
             v2_architectures=frozenset(runner.get("v2_architectures", ())),
         ),
         grids=grids,
+        drafter_file=data.get("drafter_flags", {}).get("file", ""),
+        drafter_flags=dict(data.get("drafter_flags", {}).get("reads", {})),
     )
 
 

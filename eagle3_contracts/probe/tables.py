@@ -316,6 +316,9 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     }
     if spec.runner_file:
         table["runner"] = read_runner_rule(root, spec.runner_file)
+    flags = read_drafter_flags(root, spec.model_dir + DRAFTER_FILE)
+    if flags is not None:
+        table["drafter_flags"] = flags
     wheel = root / "wheel.json"
     if wheel.exists():
         info = json.loads(wheel.read_text())
@@ -402,6 +405,44 @@ def _unsupported(rel: _Release, classes: dict[str, Any]) -> dict[str, str]:
         out.setdefault(arch, key)
     supported = set(_architectures(rel, classes))
     return {a: k for a, k in sorted(out.items()) if a not in supported}
+
+
+DRAFTER_FILE = "llama_eagle3.py"
+"""The release's EAGLE-3 drafter model file, whose config reads decide which norm flags count."""
+
+DRAFTER_FLAGS: tuple[str, ...] = (
+    "norm_before_residual",
+    "norm_before_fc",
+    "fc_norm",
+    "norm_output",
+    "use_input_layernorm_in_first_layer",
+    "use_last_layernorm",
+    "use_mtp_layernorm",
+)
+"""Drafter norm flags trainers write (speculators, SpecForge, ModelOpt)."""
+
+
+def read_drafter_flags(root: Path, rel_path: str) -> dict[str, Any] | None:
+    """Which norm flags the release's drafter reads: the first line naming each
+    (``config.norm_before_fc``, ``getattr(config, "fc_norm", False)``), ``None`` for a flag the
+    file never names (the release ignores it); ``None`` overall when the file is absent."""
+    tree = _parse(root / rel_path)
+    if tree is None:
+        return None
+    reads: dict[str, int | None] = dict.fromkeys(DRAFTER_FLAGS)
+    for node in ast.walk(tree):
+        name = (
+            node.attr
+            if isinstance(node, ast.Attribute)
+            else node.value
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            else None
+        )
+        if name in reads:
+            line = int(getattr(node, "lineno", 0))
+            old = reads[name]
+            reads[name] = line if old is None else min(old, line)
+    return {"file": rel_path, "reads": reads}
 
 
 def read_runner_rule(root: Path, rel_path: str) -> dict[str, Any]:
@@ -604,6 +645,10 @@ def _delegation(
     found = rel.find_class(built_by, where[0]) if built_by else None
     if found is None and built_by:  # self.model = language_model_cls(...)
         found = _class_argument(rel, [(file, cls), *_bases_where(rel, file, cls)], built_by)
+    if found is None and built_by:  # initialize_model(..., model_class=X) and friends
+        found = _factory_built(rel, where, attr)
+        if found is not None:
+            chain.append(f"{where[0]}:{where[1]}.{attr} = {built_by}(...) builds {found[1]}")
     if found is None and attr == "model":
         found = _sibling_setter(rel, where[0], where[1], functions)
     if attr == "model":
@@ -625,6 +670,38 @@ def _delegation(
     sub["chain"] = [*chain, *sub["chain"]]
     sub["needs_reading"] = [*needs, *sub["needs_reading"]]
     return sub
+
+
+def _factory_built(rel: _Release, where: tuple[str, str], attr: str) -> tuple[str, str] | None:
+    """The class a factory call ``self.<attr> = factory(...)`` in ``where``'s ``__init__``
+    builds, when the call names it: ``model_class=Llama4ForCausalLM`` (vLLM
+    ``initialize_model``, mllama4.py), or ``architectures=["DeepseekV2ForCausalLM"]`` looked up
+    in the release's registry (``init_vllm_registered_model``, kimi_k25.py). A factory choosing
+    from the run-time config (no such keyword) stays unread."""
+    init = rel.modules[where[0]].method(where[1], "__init__")
+    for node in ast.walk(init) if init is not None else ():
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and ast.unparse(node.targets[0]) == f"self.{attr}"
+            and isinstance(node.value, ast.Call)
+        ):
+            continue
+        for kw in node.value.keywords:
+            if kw.arg == "model_class" and isinstance(kw.value, ast.Name):
+                return rel.find_class(kw.value.id, where[0])
+            if (
+                kw.arg == "architectures"
+                and isinstance(kw.value, (ast.List, ast.Tuple))
+                and len(kw.value.elts) == 1
+                and isinstance(kw.value.elts[0], ast.Constant)
+            ):
+                arch = kw.value.elts[0].value
+                hits = {(f, c) for a, f, c in _registered(rel) if a == arch}
+                if len(hits) == 1:
+                    (hit,) = hits
+                    return hit if hit[0] in rel.modules else None
+    return None
 
 
 def _inner_model_setter(
