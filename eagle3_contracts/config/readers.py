@@ -283,7 +283,10 @@ def transformers_defaults(model_type: str) -> dict[str, Any] | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     name = model_type.replace("-", "_")
-    path = Path(spec.submodule_search_locations[0]) / "models" / name / f"configuration_{name}.py"
+    models = Path(spec.submodule_search_locations[0]) / "models"
+    # a text sub-config ("gemma3_text", Gemma3TextConfig) lives in its model's folder ("gemma3")
+    folder = name if (models / name).is_dir() else name.removesuffix("_text")
+    path = models / folder / f"configuration_{folder}.py"
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
