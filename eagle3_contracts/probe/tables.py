@@ -5,6 +5,16 @@ the decoder-stack placement; per entry class (what a target's ``architectures`` 
 effective selection rule, default, placement and the chain of code it was read through; and the
 release's draft-config readers with their precedence. Keys are sorted on dump, so a table is a
 stable golden and a behaviour change is a readable diff.
+
+Optional keys (absent in older tables; ``conventions.release_table`` reads them when present):
+
+- ``model_files.<f>.placement.<forward>.sites[].reads``: the state a capture site's guard tests
+  (``layers_to_capture``, ``aux_hidden_state_layers``, ``flag _is_layer_to_capture``).
+- ``classes.<key>.setter_arms``: ``setter_arms`` below (verdict ``armed``, ``partly armed`` with
+  ``armed_placement``, ``not armed`` or ``unknown``; ``writes``, ``setters``, ``unarmed``,
+  ``armed_lines``, ``unread``).
+- ``drafter_flags``: ``{"file": ..., "reads": {flag: first line or null}}`` for the release's
+  ``llama_eagle3.py`` (``read_drafter_flags``).
 """
 
 from __future__ import annotations
