@@ -6,7 +6,7 @@ effective selection rule, default, placement and the chain of code it was read t
 release's draft-config readers with their precedence. Keys are sorted on dump, so a table is a
 stable golden and a behaviour change is a readable diff.
 
-Optional keys (absent in older tables; ``conventions.release_table`` reads them when present):
+Optional keys (absent in older tables; ``conventions.releases`` reads them when present):
 
 - ``model_files.<f>.placement.<forward>.sites[].reads``: the state a capture site's guard tests
   (``layers_to_capture``, ``aux_hidden_state_layers``, ``flag _is_layer_to_capture``).

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from eagle3_contracts.config.check import check_drafter
-from eagle3_contracts.conventions.release_table import load_table
+from eagle3_contracts.conventions.releases import load_table
 from eagle3_contracts.differences import FindingKind
 from eagle3_contracts.probe.frameworks import SGLANG
 from eagle3_contracts.probe.tables import read_drafter_flags

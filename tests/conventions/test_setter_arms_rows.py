@@ -50,10 +50,10 @@ def test_the_release_whose_inner_setter_sets_the_flag_still_feeds_the_ids():
 def test_a_specforge_answer_says_only_offline_capture_runs_on_a_stock_install():
     """SpecForge 0.2.0 launch_plan.py:492-495 starts SGLang with --enable-spec-capture, a flag
     sglang 0.5.14 server_args.py does not define: no 'patched server' is assumed."""
-    from eagle3_contracts.conventions.trainers import predict_training
+    from eagle3_contracts.conventions.predict import predict_system
 
     llama = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 40, "hidden_size": 32}
-    feed = predict_training("specforge==0.2.0", DRAFT, llama)
+    feed = predict_system("specforge==0.2.0", DRAFT, llama)
     said = " ".join(feed.assumptions)
     assert "Only offline capture runs on a stock install" in said
     assert "--enable-spec-capture --spec-capture-aux-layer-ids" in said
