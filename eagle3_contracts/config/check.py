@@ -333,6 +333,16 @@ def check_drafter(
     draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     target_cfg = _target(target, num_layers, hidden_size)
 
+    if draft_cfg.schema == "speculators" and draft_cfg.top_level_ids is None:
+        from eagle3_contracts.conventions.speculators import CONVERTER
+
+        n = target_cfg.num_layers
+        notes.append(
+            "a speculators config without eagle_aux_hidden_state_layer_ids: if speculators' "
+            f"converter wrote it, the source checkpoint's ids were dropped ({CONVERTER}); it is "
+            f"served with the default boundaries [2, L//2, L-3] = {[2, n // 2, n - 3]} whatever "
+            "the drafter was trained on (give --trained-with and the source's ids to check that)"
+        )
     stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
     if stamped is not None:
         trained_with = stamped.system
@@ -354,11 +364,9 @@ def check_drafter(
 
     trained0 = readings[0][1]
     num_ids = len(trained0.layer_ids) + len(trained0.non_canonical)
-    drafter = (
-        check_drafter_coherence(draft_cfg, target_cfg, num_ids, weights=weights)
-        if not trained0.refused
-        else ()
-    )
+    if trained0.refused:  # the drafter's files are still read and checked: its fc has one
+        num_ids = len(trained0.native_ids or ())  # input per listed id
+    drafter = check_drafter_coherence(draft_cfg, target_cfg, num_ids, weights=weights)
     pipeline = None
     if partitions:
         pipeline = {
