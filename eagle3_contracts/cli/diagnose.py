@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target",
         required=True,
         metavar="MODEL",
-        help="a local Hugging Face directory with *.safetensors weights, or a config.json "
+        help="a local Hugging Face directory with *.safetensors weights, a Hub id "
+        "org/name[@revision] whose weights are in the HF cache, or a config.json "
         "(random-init model; see --seed)",
     )
     expect = parser.add_mutually_exclusive_group()
@@ -124,13 +125,19 @@ def run(args: argparse.Namespace) -> int:
             raise ContractError(f"--contract {args.contract}: {exc}", field=exc.field) from None
     notes: list[str] = []
     contract_source = f"contract {args.contract}"
+    from eagle3_contracts._hub import resolve_model
+
+    target_path, how = resolve_model(args.target, what="target")
+    notes += [how] if how else []
     if args.draft:
-        contract, contract_source, note = _stamp_contract(args.draft)
+        contract, contract_source, note = _stamp_contract(
+            resolve_model(args.draft, what="draft")[0]
+        )
         notes.append(note)
     dumps = [read_dump(p) for p in args.dump]  # validate every dump before the model loads
     seed = DEFAULT_SEED if args.seed is None else args.seed
     limit = None if args.max_target_gib is None else int(args.max_target_gib * 2**30)
-    target = load_target(args.target, seed=seed, max_bytes=limit)
+    target = load_target(target_path, seed=seed, max_bytes=limit)
     if target.random_init and args.seed is None:
         notes.append(f"--seed not given: the default seed {DEFAULT_SEED} applied")
     report = diagnose(

@@ -13,8 +13,8 @@ Loaded automatically once ``eagle3-contracts`` is installed. It adds:
   ``--hypothesis-profile=eagle3-ci`` or ``settings.load_profile("eagle3-ci")``);
 * ini options ``eagle3_configs`` (globs of drafter config files), ``eagle3_serve_with``
   (serving systems) and ``eagle3_trained_with`` (the training system), optionally
-  ``eagle3_target`` (the target ``config.json``, else a ``target.json`` next to each drafter
-  config): every matching config becomes one test item per serving system, failing with the
+  ``eagle3_target`` (the target ``config.json`` or a Hub id ``org/name[@revision]``, read from
+  the HF cache first; else a ``target.json`` next to each drafter config): every matching config becomes one test item per serving system, failing with the
   findings of ``eagle3_contracts.config.check.check_drafter`` when serving would feed the drafter
   other layers than training did.
 
@@ -105,8 +105,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "eagle3_target",
         type="string",
         default="",
-        help="eagle3-contracts: target config.json (relative to rootdir); default: a "
-        "target.json next to each drafter config",
+        help="eagle3-contracts: target config.json (relative to rootdir) or a Hub id "
+        "org/name[@revision] (HF cache first); default: a target.json next to each drafter config",
     )
 
 
@@ -214,10 +214,15 @@ class DrafterServeItem(pytest.Item):
         super().__init__(**kwargs)
         self.system = system
 
-    def _target(self) -> Path | None:
+    def _target(self) -> Path | str | None:
+        from eagle3_contracts._hub import parse_hub_id
+
         configured = str(self.config.getini("eagle3_target")).strip()
+        local = self.config.rootpath / configured
+        if configured and not local.exists() and parse_hub_id(configured) is not None:
+            return configured  # a Hub id: check_drafter resolves it (HF cache first)
         if configured:
-            return self.config.rootpath / configured
+            return local
         sibling = self.path.parent / "target.json"
         return sibling if sibling.exists() else None
 
