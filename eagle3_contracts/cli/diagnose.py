@@ -24,8 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="D",
-        help="a .safetensors dump (eagle3_contracts.dumps.format.write_dump); give two for training "
-        "then serving",
+        help="a .safetensors dump (eagle3_contracts.dumps.format.write_dump), or another tool's "
+        "file as it is: speculators hs_<i>.safetensors, SpecForge .ckpt/.ckpt.gz, ModelOpt or "
+        "TensorRT-LLM .pt (torch.load weights_only=True in a limited child; they record no "
+        "ids: pass --ids/--convention, --contract or --draft); give two for training then serving",
     )
     parser.add_argument(
         "--target",
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.capture.targets import load_target
     from eagle3_contracts.cli import UsageError, parse_ids
     from eagle3_contracts.dumps.diagnose import diagnose
-    from eagle3_contracts.dumps.format import read_dump
+    from eagle3_contracts.dumps.foreign import ForeignClaim, read_any_dump
 
     if len(args.dump) > 2:
         raise UsageError(f"give one --dump, or two (training, serving); got {len(args.dump)}")
@@ -134,7 +136,14 @@ def run(args: argparse.Namespace) -> int:
             resolve_model(args.draft, what="draft")[0]
         )
         notes.append(note)
-    dumps = [read_dump(p) for p in args.dump]  # validate every dump before the model loads
+    own = (  # another tool's file records no ids: the claim given here is what it holds
+        ForeignClaim(ids, args.convention)
+        if ids is not None
+        else ForeignClaim(contract.layer_ids, "canonical")
+        if contract is not None
+        else None
+    )
+    dumps = [read_any_dump(p, own) for p in args.dump]  # every dump checked before the model
     seed = DEFAULT_SEED if args.seed is None else args.seed
     limit = None if args.max_target_gib is None else int(args.max_target_gib * 2**30)
     target = load_target(target_path, seed=seed, max_bytes=limit)
