@@ -141,3 +141,28 @@ def test_plugin_target_as_hub_id(
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=1)
+
+
+def test_plugin_drafter_as_hub_id(
+    pytester: pytest.Pytester, env: dict[str, str], monkeypatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", env["HF_HUB_CACHE"])
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (pytester.path / "tests").mkdir()
+    pytester.makeini(
+        "[pytest]\ntestpaths = tests\neagle3_configs = org/draft\n"
+        "eagle3_target = org/target\neagle3_trained_with = specforge\n"
+        "eagle3_serve_with = sglang==0.5.23 vllm==0.33.0\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*hub:org/draft::serve[[]sglang==0.5.23[]] PASSED*",
+            "*hub:org/draft::serve[[]vllm==0.33.0[]] FAILED*",
+        ]
+    )
+    pytester.makeini("[pytest]\ntestpaths = tests\neagle3_configs = org/missing\n")
+    missing = pytester.runpytest("-p", "no:cacheprovider")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    missing.stderr.fnmatch_lines(["*org/missing*not in the HF cache*network was not tried*"])
