@@ -1,6 +1,6 @@
 """``fix_drafter``: the drafter config every named serving release reads correctly.
 
-For each release ``check`` finds a mismatch with, the fix is the id list ``serving.proven_fix``
+For each release ``check`` finds a mismatch with, the fix is the id list ``plan.proven_fix``
 proved (predicting again gives exactly the trained layers) at the field that release reads.
 Fixes for several releases are combined when they write different fields, or the same field
 with the same ids; two different lists for one field is a conflict, refused with both named.
@@ -21,7 +21,7 @@ from typing import Any
 from eagle3_contracts._io import replace_text
 from eagle3_contracts.config.check import CheckReport, check_drafter
 from eagle3_contracts.config.jsonedit import edit_ids
-from eagle3_contracts.config.serving import Fix, apply_fix
+from eagle3_contracts.config.plan import Fix, apply_fix
 from eagle3_contracts.errors import ConfigError, ContractError
 
 

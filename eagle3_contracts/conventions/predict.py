@@ -31,10 +31,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from eagle3_contracts.conventions import release_table, releases
+from eagle3_contracts.conventions import releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
-from eagle3_contracts.conventions.release_table import (
+from eagle3_contracts.conventions.names import (
+    TRAINER_DEFAULTS,
+    EngineSpec,
+    TrainerSpec,
+    engine_spec,
+    parse_system,
+)
+from eagle3_contracts.conventions.releases import (
     EntryClass,
     Framework,
     Placement,
@@ -52,17 +59,6 @@ DELTA = "layer delta without the residual (boundaries >= 1)"
 FC_SKIPPED = "raw target state: the drafter skips its fc (the feed is as wide as its embedding)"
 """What the drafter's input holds: the residual stream (right), a layer's delta (a model file
 storing ``hidden_states`` alone in a fused-residual loop), or raw target states that bypass fc."""
-
-ENGINES: tuple[str, ...] = ("sglang", "vllm")
-RUNNERS: tuple[str, ...] = ("v1", "v2")
-
-ALIASES: dict[str, str] = {
-    "sglang-legacy": "sglang==0.5.12",
-    "sglang-gpt-oss": "sglang==0.5.17",
-    "vllm-nested": "vllm==0.33.0:v1",
-}
-"""Older registry names that stand for one release (and runner)."""
-
 
 FC_WIDTH_SOURCES: dict[Framework, str] = {
     Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 lines 209-221): "
@@ -108,20 +104,6 @@ def target_facts(target_config: TargetLike) -> TargetFacts:
 
         return read_target_config(target_config)
     return target_config
-
-
-@dataclass(frozen=True)
-class ServeSpec:
-    """A parsed serve name: engine, release (None = newest probed) and vLLM runner."""
-
-    framework: str
-    version: str | None
-    runner: str | None
-    given: str
-
-    @property
-    def label(self) -> str:
-        return self.given
 
 
 @dataclass(frozen=True)
@@ -173,63 +155,11 @@ class Feed:
         }
 
 
-# -- serve names ------------------------------------------------------------------------------
-
-
-def is_engine(name: str) -> bool:
-    """Whether ``name`` is answered per release (``sglang``, ``vllm==0.33.0:v1``, aliases)."""
-    key = name.strip()
-    key = ALIASES.get(key, key)
-    framework = key.split("==", 1)[0].split(":", 1)[0].strip().lower()
-    return framework in ENGINES
-
-
-def parse_serve(serve: str) -> ServeSpec:
-    """``"vllm==0.33.0:v1"`` -> ``ServeSpec("vllm", "0.33.0", "v1")``; typed error if malformed."""
-    if not isinstance(serve, str) or not serve.strip():
-        raise ContractError(
-            f"a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got {serve!r}",
-            field="serve_with",
-        )
-    given = serve.strip()
-    key = ALIASES.get(given, given)
-    head, colon, runner = key.partition(":")
-    framework, eq, version = (s.strip() for s in head.partition("=="))
-    framework = framework.lower()
-    if framework not in ENGINES:
-        raise ContractError(
-            f"{given!r}: release answers exist for {', '.join(ENGINES)} "
-            f"(e.g. 'sglang==0.5.23', 'vllm==0.33.0:v1')",
-            field="serve_with",
-        )
-    if eq and not version:
-        raise ContractError(f"{given!r}: no version after '=='", field="serve_with")
-    runner = runner.strip().lower()
-    if colon:
-        if framework != "vllm":
-            raise ContractError(
-                f"{given!r}: only vLLM has model runners (':v1' or ':v2')", field="serve_with"
-            )
-        if runner not in RUNNERS:
-            raise ContractError(
-                f"{given!r}: the runner is 'v1' or 'v2', got {runner!r}", field="serve_with"
-            )
-    return ServeSpec(framework, version or None, runner or None, given)
-
-
-def newest_release(framework: str) -> str:
-    """The newest probed release of an engine (what its unversioned name means)."""
-    known = release_table.known_releases().get(framework)
-    if not known:
-        raise ContractError(f"no probed releases of {framework}", field="serve_with")
-    return known[-1]
-
-
 # -- the prediction ---------------------------------------------------------------------------
 
 
 def predict_feed(
-    serve: str,
+    serve: str | EngineSpec,
     draft_config: Mapping[str, Any],
     target_config: TargetLike,
     *,
@@ -242,7 +172,7 @@ def predict_feed(
     ``ConfigError`` only for malformed input; a release, model file or code path the tables
     cannot answer gives ``kind="unknown"``.
     """
-    spec = parse_serve(serve)
+    spec = serve if isinstance(serve, EngineSpec) else engine_spec(serve, field="serve_with")
     if not isinstance(draft_config, Mapping):
         raise ContractError(
             f"draft_config must be a mapping (the drafter's config.json), got "
@@ -253,13 +183,13 @@ def predict_feed(
     assumptions: list[str] = []
     version = spec.version
     if version is None:
-        version = newest_release(spec.framework)
+        version = releases.newest_release(spec.framework)
         assumptions.append(
             f"unversioned {spec.framework!r} = the newest probed release "
             f"{spec.framework}=={version}"
         )
     release = f"{spec.framework}=={version}"
-    probed = release_table.known_releases().get(spec.framework, ())
+    probed = releases.known_releases().get(spec.framework, ())
     if version not in probed:
         known = ", ".join(probed)
         return _unknown(
@@ -270,9 +200,33 @@ def predict_feed(
             f"eagle3_contracts.probe refresh --release {release}`",
             assumptions,
         )
-    table = release_table.load_table(spec.framework, version)
+    table = releases.load_table(spec.framework, version)
     ctx = _Context(spec, release, table, target, draft_config, assumptions)
     return ctx.run(explicit_ids)
+
+
+def predict_system(
+    system: str,
+    draft_config: Mapping[str, Any],
+    target_config: TargetLike,
+    *,
+    field: str = "trained_with",
+) -> Feed:
+    """What the system named ``system`` answers for the drafter: an engine release's feed
+    (``sglang``, ``vllm==0.33.0:v1``), or the features a trainer release trained it on
+    (``specforge==0.2.0``, through its pinned capture engine). ``field`` names the option a
+    refusal points at (``trained_with``, ``serve_with``)."""
+    from eagle3_contracts.conventions import trainers  # trainers imports this module
+
+    spec = parse_system(system, field=field)
+    if isinstance(spec, EngineSpec):
+        return predict_feed(spec, draft_config, target_config)
+    if isinstance(spec, TrainerSpec):
+        return trainers.predict_trainer(spec, draft_config, target_config)
+    raise ContractError(
+        f"{system!r} is not a trainer release; known: {', '.join(TRAINER_DEFAULTS.values())}",
+        field=field,
+    )
 
 
 @dataclass(frozen=True)
@@ -286,7 +240,7 @@ class _Read:
 
 @dataclass
 class _Context:
-    spec: ServeSpec
+    spec: EngineSpec
     release: str
     table: ReleaseTable
     target: TargetFacts
@@ -299,6 +253,34 @@ class _Context:
 
     # -- steps ------------------------------------------------------------------------------
     def run(self, explicit_ids: Sequence[int] | None) -> Feed:
+        checked = self._readable_row()
+        if isinstance(checked, Feed):
+            return checked
+        row, rule, placement = checked
+        use_aux, use_aux_src = self._use_aux()
+        if not use_aux:
+            return self._feed(
+                "segments",
+                (),
+                None,
+                None,
+                f"{use_aux_src}; no aux hidden states: the drafter gets the target's final "
+                "hidden state (width H)",
+                final_state=True,
+            )
+        found_ids = self._ids(explicit_ids)
+        if isinstance(found_ids, Feed):
+            return found_ids
+        fed, reader_src = found_ids
+        elements = self._elements(row, rule, fed.native, reader_src)
+        if isinstance(elements, Feed):
+            return elements
+        source = f"{self._class_source(row)}; {reader_src}; {placement.describe()}"
+        return self._collect(row, placement, elements, source, fed)
+
+    def _readable_row(self) -> tuple[EntryClass, SelectionRule, Placement] | Feed:
+        """The target's entry class (and, for vLLM, the runner), when its rule and placement
+        can be simulated; else the answer saying why not."""
         found = self._entry_class()
         if isinstance(found, Feed):
             return found
@@ -321,47 +303,57 @@ class _Context:
             problems.append(f"capture placement not boundary-exact: {row.placement_problem}")
         if problems or placement is None or rule is None:
             return self._unknown("; ".join(problems), self._class_source(row))
-        use_aux, use_aux_src = self._use_aux()
-        if not use_aux:
-            return self._feed(
-                "segments",
-                (),
-                None,
-                None,
-                f"{use_aux_src}; no aux hidden states: the drafter gets the target's final "
-                "hidden state (width H)",
-                final_state=True,
-            )
+        return row, rule, placement
+
+    def _ids(self, explicit_ids: Sequence[int] | None) -> tuple[_Read, str] | Feed:
+        """What the release reads (or is handed), and the reader's citation."""
         if explicit_ids is not None:
-            native: tuple[int, ...] | None = tuple(explicit_ids)
-            ids_source = "explicit"
-            reader_src = "ids handed to the setter by the caller"
-            read_path: str | None = None
-        else:
-            found_ids = self._read_ids()
-            if isinstance(found_ids, Feed):
-                return found_ids
-            native, ids_source, reader_src, read_path = found_ids
-        n = self.target.num_layers
-        if native is None:
-            default = row.selection.default
-            if default is None:
-                return self._unknown(
-                    f"no-ids default {row.selection.default_name!r} unknown",
-                    self._class_source(row),
-                )
-            elements = default.elements(n)
-            if rule is SelectionRule.SORTED_SET:
-                elements = sorted(set(elements))
-            self.notes.append(
-                f"no ids where {self.release} reads them ({reader_src}): its default "
-                f"{default.value} = {elements} (loop indices / boundaries)"
+            return _Read(tuple(explicit_ids), "explicit", None), (
+                "ids handed to the setter by the caller"
             )
-        else:
-            elements = rule.elements(list(native), n)
+        found_ids = self._read_ids()
+        if isinstance(found_ids, Feed):
+            return found_ids
+        native, ids_source, reader_src, read_path = found_ids
+        return _Read(native, ids_source, read_path), reader_src
+
+    def _elements(
+        self,
+        row: EntryClass,
+        rule: SelectionRule,
+        native: tuple[int, ...] | None,
+        reader_src: str,
+    ) -> list[int] | Feed:
+        """The capture-set elements the setter stores (its default when no ids were read)."""
+        n = self.target.num_layers
+        if native is not None:
+            return rule.elements(list(native), n)
+        default = row.selection.default
+        if default is None:
+            return self._unknown(
+                f"no-ids default {row.selection.default_name!r} unknown",
+                self._class_source(row),
+            )
+        elements = default.elements(n)
+        if rule is SelectionRule.SORTED_SET:
+            elements = sorted(set(elements))
+        self.notes.append(
+            f"no ids where {self.release} reads them ({reader_src}): its default "
+            f"{default.value} = {elements} (loop indices / boundaries)"
+        )
+        return elements
+
+    def _collect(
+        self,
+        row: EntryClass,
+        placement: Placement,
+        elements: list[int],
+        source: str,
+        fed: _Read,
+    ) -> Feed:
+        """What the target's forward collects for ``elements`` and what the drafter gets."""
+        n = self.target.num_layers
         width_states = self._fc_width()
-        source = f"{self._class_source(row)}; {reader_src}; {placement.describe()}"
-        fed = _Read(native, ids_source, read_path)
         if row.selection.inner_raises_on:
             # the inner setter flags self.layers[e] (sglang 0.5.23 qwen2_moe.py:1153-1156):
             # e >= L raises IndexError, a negative e flags layers[L + e] (observed running
@@ -373,6 +365,12 @@ class _Context:
                 )
                 return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
             elements = [e + n if e < 0 else e for e in elements]
+        if 0 in elements and placement.embedding == "needs reading":
+            return self._unknown(
+                f"loop index / boundary 0 (the embedding) asked: what {self.model_file} stores "
+                f"there needs reading ({placement.describe()})",
+                self._class_source(row),
+            )
         crash, collected = self._capture(elements, placement, n)
         state = STREAM
         if placement.residual_dropped:
@@ -729,21 +727,3 @@ def int_tuple(value: Any, path: str) -> tuple[int, ...]:
             f"{path} must be a list of integer layer ids, got {value!r}", field=path
         )
     return tuple(value)
-
-
-# -- trainer names ----------------------------------------------------------------------------
-
-
-TRAINER_DEFAULTS: dict[str, str] = {"specforge": "specforge==0.2.0"}
-"""Unversioned trainer names: the newest release, default backend."""
-
-
-def is_trainer_release(name: str) -> bool:
-    """Whether ``name`` is answered by ``predict_training`` (a trainer release or an engine)."""
-    return trainer_name(name) is not None or is_engine(name)
-
-
-def trainer_name(name: str) -> str | None:
-    """``"specforge == 0.2.0"`` -> ``"specforge==0.2.0"``; ``None`` if ``name`` is no trainer."""
-    key = name.replace(" ", "").strip()
-    return key if key.partition("==")[0] in TRAINER_DEFAULTS else None

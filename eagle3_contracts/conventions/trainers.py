@@ -1,11 +1,11 @@
 """What a trainer release trained a drafter on: its probed id resolution, refusals and the
 engine release whose captures are its training features (``conventions/data/trainers/``).
 
-``predict_training("specforge==0.2.0", draft_config, target_config)`` resolves the ids as the
-trainer does (its default when the config has none; its refusals as a ``crash``), then asks the
-pinned capture engine (``predict.predict_feed(..., explicit_ids=ids)``) which layers it
-captures for the target's model file. An engine release named as the trainer answers as that
-engine (its captures were the training data).
+``predict_trainer(spec, draft_config, target_config)`` resolves the ids as the trainer does
+(its default when the config has none; its refusals as a ``crash``), then asks the pinned
+capture engine (``predict.predict_feed(..., explicit_ids=ids)``) which layers it captures for
+the target's model file. ``predict.predict_system`` answers any system name: an engine
+release's feed, or a trainer release's training features.
 """
 
 from __future__ import annotations
@@ -14,20 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eagle3_contracts.conventions import release_table
+from eagle3_contracts.conventions import releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
+from eagle3_contracts.conventions.names import TrainerSpec, parse_system
 from eagle3_contracts.conventions.predict import (
-    TRAINER_DEFAULTS,
     Feed,
     TargetLike,
     int_tuple,
-    is_engine,
     predict_feed,
     target_facts,
-    trainer_name,
 )
-from eagle3_contracts.conventions.release_table import DefaultSelection
+from eagle3_contracts.conventions.releases import DefaultSelection
 from eagle3_contracts.errors import ContractError
 
 
@@ -48,8 +46,11 @@ class TrainerRelease:
 
 def trainer_release(name: str) -> TrainerRelease:
     """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
-    framework, _, version = name.partition("==")
-    table = release_table.load_trainer_table(framework, version)
+    spec = parse_system(name, field="trained_with")
+    if not isinstance(spec, TrainerSpec):
+        raise ContractError(f"{name!r} is not a trainer release", field="trained_with")
+    name = spec.release
+    table = releases.load_trainer_table(spec.framework, spec.release_version)
     if table.resolver_needs_reading or table.engine is None or table.default is None:
         raise ContractError(
             f"{name}: the probed table cannot back a prediction "
@@ -77,49 +78,24 @@ def trainer_release(name: str) -> TrainerRelease:
     )
 
 
-def predict_training(
-    trained_with: str, draft_config: Mapping[str, Any], target_config: TargetLike
+def predict_trainer(
+    spec: TrainerSpec, draft_config: Mapping[str, Any], target_config: TargetLike
 ) -> Feed:
-    """The canonical features a drafter was trained on, for a trainer release
-    (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
-    captures were the training data (``sglang==0.5.14``)."""
-    key = trainer_name(trained_with) or trained_with.strip()
+    """The canonical features a trainer release (``specforge==0.2.0``; ``specforge`` = its
+    newest release) trained the drafter ``draft_config`` on, for the target."""
     assumptions: list[str] = []
-    if key in TRAINER_DEFAULTS:
+    if spec.version is None:
         assumptions.append(
-            f"unversioned {key!r} = its newest release {TRAINER_DEFAULTS[key]} with its "
+            f"unversioned {spec.key!r} = its newest release {spec.release} with its "
             "default (only) backend sglang"
         )
-        key = TRAINER_DEFAULTS[key]
-    if key.partition("==")[0] not in TRAINER_DEFAULTS:
-        if is_engine(key):
-            return predict_feed(key, draft_config, target_config)
-        raise ContractError(
-            f"{trained_with!r} is not a trainer release; known: "
-            f"{', '.join(TRAINER_DEFAULTS.values())}",
-            field="trained_with",
-        )
-    trainer = trainer_release(key)
-    target = target_facts(target_config)
-    n = target.num_layers
+    trainer = trainer_release(spec.release)
+    n = target_facts(target_config).num_layers
     eagle = draft_config.get("eagle_config")
-    ids = eagle.get(TOP) if isinstance(eagle, Mapping) else None
+    given = eagle.get(TOP) if isinstance(eagle, Mapping) else None
+    ids = _resolved_ids(trainer, given, n, assumptions)
     source = "; ".join(trainer.sources)
-    ids_source = NESTED if ids is not None else "default"
-    if ids is None:
-        ids = trainer.default.elements(n)
-        assumptions.append(
-            f"no {NESTED}: {trainer.name}'s default [{trainer.default.value.replace(',', ', ')}]"
-            f" = {ids}"
-        )
-    ids = list(int_tuple(ids, NESTED))
-    refused = []
-    if (trainer.count and len(ids) != trainer.count) or any(i < 0 for i in ids):
-        refused.append(f"needs exactly {trainer.count} non-negative ids, got {ids}")
-    if trainer.distinct and len(set(ids)) != len(ids):
-        refused.append(f"duplicate ids in {ids}")
-    if trainer.below_depth and any(i >= n for i in ids):
-        refused.append(f"ids {[i for i in ids if i >= n]} exceed the target depth {n}")
+    refused = _refusals(trainer, ids, n)
     if refused:
         return Feed(
             kind="crash",
@@ -157,9 +133,35 @@ def predict_training(
             *captured.assumptions,
         ),
         native_ids=tuple(ids),
-        ids_source=ids_source,
+        ids_source=NESTED if given is not None else "default",
         entry_class=captured.entry_class,
         notes=captured.notes,
         state=captured.state,
         read_path=NESTED,
     )
+
+
+def _resolved_ids(
+    trainer: TrainerRelease, given: Any, num_layers: int, assumptions: list[str]
+) -> list[int]:
+    """The ids the trainer resolves: the config's, else its probed default."""
+    if given is None:
+        given = trainer.default.elements(num_layers)
+        assumptions.append(
+            f"no {NESTED}: {trainer.name}'s default [{trainer.default.value.replace(',', ', ')}]"
+            f" = {given}"
+        )
+    return list(int_tuple(given, NESTED))
+
+
+def _refusals(trainer: TrainerRelease, ids: list[int], num_layers: int) -> list[str]:
+    """Why the trainer refuses these ids (its resolver and offline checks), if it does."""
+    n = num_layers
+    refused = []
+    if (trainer.count and len(ids) != trainer.count) or any(i < 0 for i in ids):
+        refused.append(f"needs exactly {trainer.count} non-negative ids, got {ids}")
+    if trainer.distinct and len(set(ids)) != len(ids):
+        refused.append(f"duplicate ids in {ids}")
+    if trainer.below_depth and any(i >= n for i in ids):
+        refused.append(f"ids {[i for i in ids if i >= n]} exceed the target depth {n}")
+    return refused

@@ -1,4 +1,4 @@
-"""predict_feed / predict_training: one answer per (engine, release, runner, model file) and per
+"""predict_feed / predict_system: one answer per (engine, release, runner, model file) and per
 (trainer, release, backend), from the committed probe tables (no network)."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts.conventions import predict
-from eagle3_contracts.conventions.predict import Feed, predict_feed
-from eagle3_contracts.conventions.release_table import known_releases
-from eagle3_contracts.conventions.trainers import predict_training
+from eagle3_contracts.conventions.names import parse_system
+from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
+from eagle3_contracts.conventions.releases import known_releases
 from eagle3_contracts.errors import ContractError
 
 IDS = "eagle_aux_hidden_state_layer_ids"
@@ -179,17 +179,17 @@ def test_aliases() -> None:
     assert (
         predict_feed("vllm-nested", nested(3, 17, 30), LLAMA).system == "vllm==0.33.0:v1 llama.py"
     )
-    assert predict.parse_serve("sglang-legacy").version == "0.5.12"
+    assert parse_system("sglang-legacy", field="serve_with").key == "sglang==0.5.12"
 
 
 # -- trainers ----------------------------------------------------------------------------------
 
 
 def test_specforge_0_2_0_trains_what_sglang_0_5_14_captures() -> None:
-    kimi = predict_training("specforge", nested(2, 30, 58), DSV3)
+    kimi = predict_system("specforge", nested(2, 30, 58), DSV3)
     assert kimi.release == "specforge==0.2.0" and kimi.canonical == (1, 29, 57)
     assert any("newest release specforge==0.2.0" in a for a in kimi.assumptions)
-    default = predict_training("specforge==0.2.0", {}, LLAMA)  # [1, 15, 28], explicit to SGLang
+    default = predict_system("specforge==0.2.0", {}, LLAMA)  # [1, 15, 28], explicit to SGLang
     assert default.canonical == (1, 15, 28) and default.native_ids == (1, 15, 28)
 
 
@@ -197,18 +197,18 @@ def test_specforge_0_2_0_trains_what_sglang_0_5_14_captures() -> None:
     ("ids", "why"), [((1, 2), "exactly 3"), ((2, 2, 30), "duplicate"), ((1, 2, 61), "depth")]
 )
 def test_specforge_refuses_what_its_resolver_refuses(ids: tuple[int, ...], why: str) -> None:
-    feed = predict_training("specforge==0.2.0", nested(*ids), DSV3)
+    feed = predict_system("specforge==0.2.0", nested(*ids), DSV3)
     assert feed.crash == "trainer-refused" and why in feed.notes[0]
 
 
 def test_an_engine_release_as_trainer_is_its_capture() -> None:
-    assert predict_training("sglang==0.5.14", nested(2, 16, 29), LLAMA) == predict_feed(
+    assert predict_system("sglang==0.5.14", nested(2, 16, 29), LLAMA) == predict_feed(
         "sglang==0.5.14", nested(2, 16, 29), LLAMA
     )
 
 
-# The registry's unversioned entries, used element-wise by stages/diagnose, must say what the
-# newest probed release feeds for the model file they describe (check answers through predict).
+# The unversioned names, used element-wise by stages/diagnose through conventions.get, must say
+# what the release they name feeds for the target's model file (check answers through predict).
 REGISTRY_TIES = (
     ("sglang", "sglang", DSV3, "nested"),  # sglang#25454 rule: deepseek_v2.py
     ("vllm", "vllm", LLAMA, "top"),  # newest release, default runner V2: top-level ids
@@ -223,7 +223,7 @@ def test_registry_entries_equal_their_release(
 ) -> None:
     from eagle3_contracts import conventions
 
-    convention = conventions.get(entry)
+    convention = conventions.get(entry, architectures=target["architectures"])
     n = target["num_hidden_layers"]
     cases = [(2, n // 2, n - 3), (1, n // 2 - 1, n - 4), (0, 5, 9), (1, 5, 9), (3, 7, n - 1)]
     for ids in cases:

@@ -1,4 +1,4 @@
-"""``conventions.release_table``: the one typed model of the probed release tables. Which
+"""``conventions.releases``: the one typed model of the probed release tables. Which
 releases are shipped and in what order (the newest is what an unversioned name means),
 refusals naming the field and the accepted values, the rule vocabulary the probe and the
 predictor share, and a table's JSON read tolerantly (keys a newer probe adds are ignored; a
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_contracts.conventions import release_table as RT
+from eagle3_contracts.conventions import releases as RT
 from eagle3_contracts.conventions._entry import DefaultRule, Meaning, OffsetRule
-from eagle3_contracts.conventions.predict import newest_release
+from eagle3_contracts.conventions.releases import newest_release
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import selection
 
@@ -177,7 +177,7 @@ def test_each_selection_rule_maps_ids_to_elements(
     [
         (RT.DefaultSelection.TWO_MID_LM3, 61, [2, 30, 58], DefaultRule.BOUNDARIES_2_MID_LM3),
         (RT.DefaultSelection.ONE_MIDM1_LM4, 32, [1, 15, 28], None),
-        (RT.DefaultSelection.THREE_MIDP1_LM2, 32, [3, 17, 30], None),
+        (RT.DefaultSelection.THREE_MIDP1_LM2, 32, [3, 17, 30], DefaultRule.BOUNDARIES_3_MIDP1_LM2),
     ],
 )
 def test_each_default_selection_names_its_elements(
