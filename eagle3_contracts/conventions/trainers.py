@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eagle3_contracts.conventions import release_table
+from eagle3_contracts.conventions import releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.conventions.names import TrainerSpec, parse_system
@@ -25,7 +25,7 @@ from eagle3_contracts.conventions.predict import (
     predict_feed,
     target_facts,
 )
-from eagle3_contracts.conventions.release_table import DefaultSelection
+from eagle3_contracts.conventions.releases import DefaultSelection
 from eagle3_contracts.errors import ContractError
 
 
@@ -44,13 +44,22 @@ class TrainerRelease:
     sources: tuple[str, ...]
 
 
+ONLINE_CAPTURE = (
+    "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture launches "
+    "SGLang with --enable-spec-capture --spec-capture-aux-layer-ids (specforge/launch_plan.py:"
+    "492-495), flags its pinned sglang 0.5.14 does not have (sglang/srt/server_args.py defines "
+    "no spec capture option)"
+)
+"""What a SpecForge 0.2.0 answer assumes about how its training features were captured."""
+
+
 def trainer_release(name: str) -> TrainerRelease:
     """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
     spec = parse_system(name, field="trained_with")
     if not isinstance(spec, TrainerSpec):
         raise ContractError(f"{name!r} is not a trainer release", field="trained_with")
     name = spec.release
-    table = release_table.load_trainer_table(spec.framework, spec.release_version)
+    table = releases.load_trainer_table(spec.framework, spec.release_version)
     if table.resolver_needs_reading or table.engine is None or table.default is None:
         raise ContractError(
             f"{name}: the probed table cannot back a prediction "
@@ -108,6 +117,8 @@ def predict_trainer(
             source=source,
             assumptions=tuple(assumptions),
             notes=(f"{trainer.name} refuses this config: {'; '.join(refused)}",),
+            native_ids=tuple(ids),  # what was refused: the drafter's files are still checked
+            ids_source=NESTED if given is not None else "default",
         )
     captured = predict_feed(trainer.engine, draft_config, target_config, explicit_ids=ids)
     kind, crash = captured.kind, captured.crash
@@ -127,9 +138,7 @@ def predict_trainer(
         assumptions=(
             *assumptions,
             f"training features = what {trainer.engine} captures for "
-            f"{captured.model_file or 'this target'} "
-            "(offline capture; the online path uses a patched SGLang 0.5.14 server assumed to "
-            "call the same setter)",
+            f"{captured.model_file or 'this target'} (offline capture). {ONLINE_CAPTURE}",
             *captured.assumptions,
         ),
         native_ids=tuple(ids),

@@ -8,7 +8,7 @@ import pytest
 from eagle3_contracts.conventions import predict
 from eagle3_contracts.conventions.names import parse_system
 from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
-from eagle3_contracts.conventions.release_table import known_releases
+from eagle3_contracts.conventions.releases import known_releases
 from eagle3_contracts.errors import ContractError
 
 IDS = "eagle_aux_hidden_state_layer_ids"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from eagle3_contracts.config.readers import read_target_config
-from eagle3_contracts.conventions import predict, release_table
+from eagle3_contracts.conventions import predict, releases
 from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
 from eagle3_contracts.conventions.releases import newest_release
 from eagle3_contracts.conventions.trainers import TrainerRelease, trainer_release
@@ -965,7 +965,7 @@ def test_trainer_release_as_probed() -> None:
         count=3,
         distinct=True,
         below_depth=True,
-        default=release_table.DefaultSelection.ONE_MIDM1_LM4,
+        default=releases.DefaultSelection.ONE_MIDM1_LM4,
         sources=SPECFORGE_SOURCES,
     )
 
@@ -1006,8 +1006,11 @@ def test_specforge_json_form() -> None:
             "unversioned 'specforge' = its newest release specforge==0.2.0 with its default "
             "(only) backend sglang",
             f"no {NESTED}: specforge==0.2.0's default [1, L//2-1, L-4] = [1, 15, 28]",
-            "training features = what sglang==0.5.14 captures for llama.py (offline capture; the "
-            "online path uses a patched SGLang 0.5.14 server assumed to call the same setter)",
+            "training features = what sglang==0.5.14 captures for llama.py (offline capture). "
+            "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture "
+            "launches SGLang with --enable-spec-capture --spec-capture-aux-layer-ids "
+            "(specforge/launch_plan.py:492-495), flags its pinned sglang 0.5.14 does not have "
+            "(sglang/srt/server_args.py defines no spec capture option)",
         ],
         native_ids=[1, 15, 28],
         ids_source="default",  # SpecForge's own default: read from no config field
@@ -1039,6 +1042,8 @@ def test_specforge_refusals(ids: tuple[int, ...], why: str) -> None:
         release="specforge==0.2.0",
         source="; ".join(SPECFORGE_SOURCES),
         notes=[f"specforge==0.2.0 refuses this config: {why}"],
+        native_ids=list(ids),  # what was refused, so the drafter's files are still checked
+        ids_source=NESTED,
     )
 
 
@@ -1139,15 +1144,15 @@ def patch_table(
     monkeypatch: pytest.MonkeyPatch, framework: str, version: str, edit: Any
 ) -> dict[str, Any]:
     """Serve a copy of one release's table, edited as a future probe might write it."""
-    table = copy.deepcopy(release_table.read_json(framework, version))
+    table = copy.deepcopy(releases.read_json(framework, version))
     edit(table)
-    typed = release_table.ReleaseTable.from_json(table)
-    real = release_table.load_table
+    typed = releases.ReleaseTable.from_json(table)
+    real = releases.load_table
 
-    def load(fw: str, v: str) -> release_table.ReleaseTable:
+    def load(fw: str, v: str) -> releases.ReleaseTable:
         return typed if (fw, v) == (framework, version) else real(fw, v)
 
-    monkeypatch.setattr(release_table, "load_table", load)
+    monkeypatch.setattr(releases, "load_table", load)
     return table
 
 
@@ -1270,10 +1275,10 @@ def test_a_class_without_a_chain_cites_its_entry_class(monkeypatch: pytest.Monke
 
 
 def patch_trainer(monkeypatch: pytest.MonkeyPatch, edit: Any) -> None:
-    table = copy.deepcopy(release_table.read_trainer_json("specforge", "0.2.0"))
+    table = copy.deepcopy(releases.read_trainer_json("specforge", "0.2.0"))
     edit(table)
-    typed = release_table.TrainerTable.from_json(table)
-    monkeypatch.setattr(release_table, "load_trainer_table", lambda fw, v: typed)
+    typed = releases.TrainerTable.from_json(table)
+    monkeypatch.setattr(releases, "load_trainer_table", lambda fw, v: typed)
 
 
 @pytest.mark.parametrize(
@@ -1334,8 +1339,8 @@ def test_a_malformed_engine_name_is_refused_as_a_release(name: str) -> None:
 
 
 def test_an_install_without_one_engines_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    known = release_table.known_releases()
-    monkeypatch.setattr(release_table, "known_releases", lambda: {"sglang": known["sglang"]})
+    known = releases.known_releases()
+    monkeypatch.setattr(releases, "known_releases", lambda: {"sglang": known["sglang"]})
     feed = predict_feed("vllm==0.33.0:v1", top(3, 17, 30), LLAMA)
     assert (feed.kind, feed.runner) == ("unknown", "v1")
     assert feed.notes[0].startswith("vllm==0.33.0 has not been probed (known: ); probe it with")
@@ -1369,13 +1374,17 @@ def test_every_trainer_release_name_is_answered(name: str) -> None:
 
 def test_vllm_always_applies_fc() -> None:
     small = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 6, "hidden_size": 64}
-    feed = predict_feed("vllm==0.32.0:v1", {"hidden_size": 192, **top(2, 3, 4)}, small)
+    draft = {"hidden_size": 192, "target_hidden_size": 64, **top(2, 3, 4)}
+    feed = predict_feed("vllm==0.32.0:v1", draft, small)
     assert (feed.kind, feed.canonical, feed.state, feed.notes) == (
         "segments",
         (1, 2, 3),
         predict.STREAM,
         (),
     )
+    # without target_hidden_size, llama_eagle3.py:218-221 sizes fc 3 x 192 for a 3 x 64 feed
+    unsized = predict_feed("vllm==0.32.0:v1", {"hidden_size": 192, **top(2, 3, 4)}, small)
+    assert (unsized.kind, unsized.crash) == ("crash", "fc-width-mismatch")
 
 
 def test_vllm_v2_without_ids_notes_only_its_default() -> None:
@@ -1516,6 +1525,9 @@ def test_a_training_capture_of_an_unknown_model_file_says_this_target() -> None:
     feed = predict_system("specforge==0.2.0", nested(1, 15, 28), foo)
     assert (feed.kind, feed.model_file) == ("unknown", "")
     assert feed.assumptions[0] == (
-        "training features = what sglang==0.5.14 captures for this target (offline capture; the "
-        "online path uses a patched SGLang 0.5.14 server assumed to call the same setter)"
+        "training features = what sglang==0.5.14 captures for this target (offline capture). "
+        "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture "
+        "launches SGLang with --enable-spec-capture --spec-capture-aux-layer-ids "
+        "(specforge/launch_plan.py:492-495), flags its pinned sglang 0.5.14 does not have "
+        "(sglang/srt/server_args.py defines no spec capture option)"
     )

@@ -1,6 +1,6 @@
 """``conventions.releases`` at its edges: which model file a target's architectures or
 model_type pick, what each alias stands for, and how a probed table row becomes a
-``Convention`` (or why it cannot). The tables themselves: ``test_release_table.py``.
+``Convention`` (or why it cannot). The tables themselves: ``test_releases_table.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from eagle3_contracts.conventions import (
     Role,
 )
 from eagle3_contracts.conventions import releases as R
-from eagle3_contracts.conventions.release_table import ReleaseTable, load_table, read_json
+from eagle3_contracts.conventions.releases import ReleaseTable, load_table, read_json
 from eagle3_contracts.errors import ContractError
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
