@@ -82,10 +82,10 @@ def _attach_once(runner: Any, settings: Settings, kind: str) -> None:
         if isinstance(exc, WiringMismatch):
             raise
         problem = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-        log.warning(
-            "eagle3-contracts: not applicable: cannot observe this engine (%s); vLLM untouched",
-            problem,
-        )
+        from eagle3_contracts.integrations._report import not_applicable_line
+
+        where = f"vllm {kind} runner {type(runner).__name__}"
+        log.warning("%s", not_applicable_line(where, f"cannot observe this engine ({problem})"))
 
 
 def _patch(module: ModuleType, settings: Settings, kind: str, method: str) -> None:
@@ -94,13 +94,13 @@ def _patch(module: ModuleType, settings: Settings, kind: str, method: str) -> No
         return
     original = getattr(runner_cls, method, None)
     if original is None:
-        _logger().warning(
-            "eagle3-contracts: not applicable: %s.GPUModelRunner has no %s (this vLLM's model "
-            "runner %s is not one the plugin was checked against); vLLM untouched",
-            module.__name__,
-            method,
-            kind,
+        from eagle3_contracts.integrations._report import not_applicable_line
+
+        reason = (
+            f"{module.__name__}.GPUModelRunner has no {method} (this vLLM's model runner "
+            f"{kind} is not one the plugin was checked against)"
         )
+        _logger().warning("%s", not_applicable_line(f"vllm {kind} runner", reason))
         setattr(runner_cls, _PATCHED, True)
         return
 

@@ -69,6 +69,12 @@ from torch import nn
 from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
 from eagle3_contracts.conventions.names import engine_name
 from eagle3_contracts.errors import ContractError
+from eagle3_contracts.integrations._report import (
+    PREFIX,
+    armed_line,
+    cannot_observe_line,
+    not_applicable_line,
+)
 from eagle3_contracts.integrations.vllm.settings import Settings
 from eagle3_contracts.integrations.vllm.verdict import (
     GuardVerdict,
@@ -80,8 +86,6 @@ from eagle3_contracts.integrations.vllm.verdict import (
 )
 from eagle3_contracts.layer_ids import EMBEDDING
 from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, parse_stamp
-
-PREFIX = "eagle3-contracts"
 
 
 def one_line(exc: BaseException) -> str:
@@ -221,13 +225,12 @@ class Session:
     dump_path: Path | None = None
 
     def head(self) -> str:
-        return f"{PREFIX} [{self.placement.label}]"
+        return f"{PREFIX} [{self.where}, {self.placement.label}]"
 
     def cannot_observe(self, why: str, what: str) -> None:
         """An incomplete observation: one line, never a verdict, never raised."""
-        self.log.warning(
-            "%s guard [%s]: cannot observe: %s; %s", self.head(), self.where, why, what
-        )
+        where = f"{self.where}, {self.placement.label}"
+        self.log.warning("%s", cannot_observe_line(where, why, what))
 
     # -- the recorded step ------------------------------------------------------------------
     def wrap_execute(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -583,8 +586,8 @@ CHECKED_RELEASES = ("0.32.0", "0.33.0")
 RUNNER_NAMES = {"v1": "model runner V1", "v2": "model runner V2"}
 
 
-def _not_applicable(log: Any, label: str, reason: str) -> None:
-    log.info("%s [%s]: not applicable: %s; vLLM untouched", PREFIX, label, reason)
+def _not_applicable(log: Any, where: str, reason: str) -> None:
+    log.info("%s", not_applicable_line(where, reason))
 
 
 def _drafter_of(runner: Any, runner_kind: str) -> Any:
@@ -603,7 +606,7 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
 
     release = str(vllm.__version__).split("+", 1)[0]
     placement = placement_of(runner)
-    label = placement.label
+    label = f"vllm=={vllm.__version__}:{runner_kind}, {placement.label}"
     runner_name = f"{RUNNER_NAMES[runner_kind]} ({type(runner).__name__})"
     if release not in CHECKED_RELEASES:
         _not_applicable(
@@ -636,13 +639,18 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         return None
     if not placement.judges:
         log.info(
-            "%s [%s]: armed, not recording on this rank: TP rank 0 of %d records%s for the "
-            "group (every TP rank holds the same all-reduced residual stream; under "
-            "sequence-parallel MoE rank 0's layer shard is the first tokens)",
-            PREFIX,
-            label,
-            placement.tp_size,
-            " and judges" if settings.guard else "",
+            "%s",
+            armed_line(
+                label,
+                guard=settings.guard,
+                dump=settings.dump_dir,
+                runner=f"{runner_name}, not recording on this rank",
+                records=(
+                    f"nothing here: TP rank 0 of {placement.tp_size} records and judges for the "
+                    "group (every TP rank holds the same all-reduced residual stream; under "
+                    "sequence-parallel MoE rank 0's layer shard is the first tokens)"
+                ),
+            ),
         )
         return None
     target = runner.get_model()
@@ -684,38 +692,37 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         session.drafter.combine_hidden_states
     )
     runner.execute_model = session.wrap_execute(runner.execute_model)
-    log.info("%s", armed_line(session, runner_name))
+    log.info("%s", armed(session, runner_name))
     return session
 
 
-def armed_line(session: Session, runner_name: str) -> str:
+def armed(session: Session, runner_name: str) -> str:
     """The start line of a recording rank: engine, release, runner, mode, what is recorded."""
     settings = session.settings
-    modes = []
-    if settings.guard:
-        modes.append(f"guard {settings.guard}")
-    if settings.dump_dir:
-        modes.append(f"dump to {settings.dump_dir}")
     drafter_input = (
         "runner.speculator.model.combine_hidden_states"
         if session.runner_kind == "v2"
         else "runner.drafter.model.combine_hidden_states"
     )
-    recorded = f"the drafter's input (the argument of {drafter_input})"
+    records = f"at the first real prefill, the drafter's input (the argument of {drafter_input})"
     if settings.guard:
-        recorded += (
+        records += (
             f" and the target's residual stream at canonical -1..{session.num_layers - 1} "
             f"(first {settings.guard_tokens} tokens)"
         )
-    sp = (
-        "; sequence-parallel MoE: judged on this rank's shard (the first tokens)"
-        if session.placement.sequence_parallel
-        else ""
+    if session.placement.sequence_parallel:
+        records += ", judged on this rank's sequence-parallel shard (the first tokens)"
+    records += (
+        f"; collects boundaries {list(session.collected)}, fc built for {session.fc_states} "
+        f"states; {session.claim}"
     )
-    return (
-        f"{session.head()}: armed: {session.where} ({runner_name}), {' + '.join(modes)}: "
-        f"at the first real prefill (dummy runs skipped; that step runs eagerly, torch.compile "
-        f"and CUDA graphs bypassed for it only) records {recorded}; collects boundaries "
-        f"{list(session.collected)}, fc built for {session.fc_states} states; {session.claim}"
-        f"{sp}"
+    return armed_line(
+        f"{session.where}, {session.placement.label}",
+        guard=settings.guard,
+        dump=settings.dump_dir,
+        runner=(
+            f"{runner_name}; dummy runs skipped; the recorded step runs eagerly (torch.compile "
+            "and CUDA graphs bypassed for that step only)"
+        ),
+        records=records,
     )

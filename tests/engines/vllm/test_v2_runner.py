@@ -43,7 +43,10 @@ def test_v2_guard_and_dump_with_graphs_dummy_run_and_a_reordered_batch(
     lines = harness.plugin_lines(out)
     armed = [x for x in lines if ": armed: " in x]
     assert len(armed) == 1, lines
-    assert f"[rank 0]: armed: {WHERE} (model runner V2 (CPUModelRunner)), guard warn" in armed[0]
+    assert (
+        f"[{WHERE}, rank 0]: armed: guard warn, dump {tmp_path}; runner: model runner V2 (CPUModelRunner); dummy runs skipped"
+        in armed[0]
+    )
     assert "runner.speculator.model.combine_hidden_states" in armed[0]
     ok = [x for x in lines if f"guard [{WHERE}]: OK:" in x]
     assert len(ok) == 1, lines
@@ -92,7 +95,8 @@ def test_v2_without_a_drafter_is_one_not_applicable_line(stamped: dict[str, Path
     assert "SERVED" in out.stdout, out.stdout + out.stderr[-3000:]
     lines = harness.plugin_lines(out)
     assert len(lines) == 1, lines
-    assert "[rank 0]: not applicable: no speculative decoding, not an EAGLE-3 drafter" in lines[0]
+    assert "[vllm==0.32.0:v2, rank 0]: not applicable: no speculative decoding" in lines[0]
+    assert lines[0].endswith("; serving untouched")
 
 
 def _with(config: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -316,11 +316,12 @@ def _engine_runner(tp: int = 1, method: str = "eagle3") -> Runner:
 @pytest.mark.parametrize(
     ("version", "tp_rank", "method", "expected"),
     [
-        ("0.34.0", 0, "eagle3", "not applicable: vLLM 0.34.0 is not a release this plugin was "
-         "checked against (0.32.0, 0.33.0); vLLM untouched"),
+        ("0.34.0", 0, "eagle3", "[vllm==0.34.0:v2, rank 0, TP 0/2]: not applicable: vLLM 0.34.0 "
+         "is not a release this plugin was checked against (0.32.0, 0.33.0); serving untouched"),
         ("0.33.0", 0, "mtp", "not applicable: speculative method 'mtp', not an EAGLE-3 drafter"),
-        ("0.32.0", 1, "eagle3", "[rank 0, TP 1/2]: armed, not recording on this rank: TP rank 0 "
-         "of 2 records and judges for the group"),
+        ("0.32.0", 1, "eagle3", "[vllm==0.32.0:v2, rank 0, TP 1/2]: armed: guard strict, dump "
+         "off; runner: model runner V2 (Runner), not recording on this rank; records: nothing "
+         "here: TP rank 0 of 2 records and judges for the group"),
     ],
 )  # fmt: skip
 def test_a_rank_that_does_not_record_says_why_in_one_line_and_leaves_vllm_untouched(
