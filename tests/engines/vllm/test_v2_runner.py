@@ -113,4 +113,6 @@ V2_DRAFTS = {
 
 @pytest.mark.parametrize("case", list(V2_DRAFTS))
 def test_v2_feeds_the_predicted_layers(engine_work: dict[str, Any], case: str) -> None:
-    check_agrees(observe(engine_work, "llama", V2_DRAFTS[case], runner="v2"))
+    result = observe(engine_work, "llama", V2_DRAFTS[case], runner="v2")
+    assert result["observed"]["canonical"] is not None, "V2 served without a dump"
+    check_agrees(result)
