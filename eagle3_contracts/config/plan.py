@@ -32,7 +32,7 @@ from eagle3_contracts.conventions import (
     Validation,
     releases,
 )
-from eagle3_contracts.conventions.names import EngineSpec, FixedReading, TrainerSpec, parse_system
+from eagle3_contracts.conventions.names import EngineSpec, TrainerSpec, needs_target, parse_system
 from eagle3_contracts.conventions.predict import Feed
 from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
 from eagle3_contracts.errors import ContractError
@@ -171,10 +171,8 @@ def resolve(
         if isinstance(target_config, TargetConfig)
         else read_target_config(target_config)
     )
-    if isinstance(system, str):
-        spec = parse_system(system, field="system")
-        if not isinstance(spec, FixedReading):
-            return _release_plan(draft, target, system, partition)
+    if isinstance(system, str) and needs_target(parse_system(system, field="system")):
+        return _release_plan(draft, target, system, partition)  # answered per release
     conv = conventions.get(system, model_type=target.model_type, architectures=target.architectures)
     n = target.num_layers
     notes: list[str] = []
