@@ -40,12 +40,13 @@ VOCAB = 1024
 DRAFT_VOCAB = 512
 LAYERS = 12
 HIDDEN = 64
-HEADS = 4
+HEADS = 2
 KV_HEADS = 2
+HEAD_DIM = 32  # vLLM's CPU attention has no kernel for head_dim 16
 INTERMEDIATE = 192
 SEQ = 128
 BATCH = 16
-TARGET_STEPS = 1000
+TARGET_STEPS = 800
 TARGET_LR = 3e-3
 DRAFT_STEPS = 3  # chained drafts unrolled in training (EAGLE-3's training-time test)
 DRAFTER_STEPS = 400
@@ -139,7 +140,7 @@ def target_config() -> dict[str, object]:
         "num_hidden_layers": LAYERS,
         "num_attention_heads": HEADS,
         "num_key_value_heads": KV_HEADS,
-        "head_dim": HIDDEN // HEADS,
+        "head_dim": HEAD_DIM,
         "max_position_embeddings": 1024,
         "rms_norm_eps": 1e-5,
         "rope_theta": 10000.0,
@@ -208,7 +209,7 @@ def drafter_config() -> dict[str, object]:
         "num_hidden_layers": 1,
         "num_attention_heads": HEADS,
         "num_key_value_heads": KV_HEADS,
-        "head_dim": HIDDEN // HEADS,
+        "head_dim": HEAD_DIM,
         "vocab_size": VOCAB,
         "draft_vocab_size": DRAFT_VOCAB,
         "max_position_embeddings": 1024,
@@ -238,7 +239,7 @@ def _init_weights(gen: torch.Generator, lm_head: torch.Tensor) -> dict[str, torc
     def normal(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=gen) * 0.02
 
-    h, hd = HIDDEN, HIDDEN // HEADS
+    h, hd = HIDDEN, HEAD_DIM
     return {
         "fc.weight": normal(h, len(TRAINED) * h),
         "midlayer.input_layernorm.weight": torch.ones(h),

@@ -83,15 +83,22 @@ def _rotate_half(x: Tensor) -> Tensor:
 
 
 class Eagle3Drafter(nn.Module):
-    """The one-layer EAGLE-3 drafter (weights as parameters; ``forward_step`` per draft)."""
+    """The one-layer EAGLE-3 drafter: weights as parameters, one method per stage of a step."""
+
+    inv_freq: Tensor
+    d2t: Tensor | None
 
     def __init__(self, shape: DrafterShape, weights: dict[str, Tensor]) -> None:
         super().__init__()
         self.shape = shape
         self.w = nn.ParameterDict(
-            {k.replace(".", "__"): nn.Parameter(v, requires_grad=False) for k, v in weights.items()}
+            {
+                k.replace(".", "__"): nn.Parameter(v, requires_grad=False)
+                for k, v in weights.items()
+                if k != "d2t"
+            }
         )
-        self.d2t: Tensor | None = weights.get("d2t")
+        self.register_buffer("d2t", weights.get("d2t"))
         inv = 1.0 / (
             shape.rope_theta
             ** (torch.arange(0, shape.head_dim, 2, dtype=torch.float32) / shape.head_dim)
@@ -99,7 +106,9 @@ class Eagle3Drafter(nn.Module):
         self.register_buffer("inv_freq", inv, persistent=False)
 
     def p(self, name: str) -> Tensor:
-        return self.w[name.replace(".", "__")]
+        """A weight by its checkpoint name (``midlayer.mlp.up_proj.weight``)."""
+        weight: Tensor = self.w[name.replace(".", "__")]
+        return weight
 
     @property
     def has_embedding(self) -> bool:
@@ -156,7 +165,7 @@ class Eagle3Drafter(nn.Module):
     def to_target_ids(self, draft_ids: Tensor) -> Tensor:
         if self.d2t is None:
             return draft_ids
-        return draft_ids + self.d2t.to(draft_ids.device)[draft_ids]
+        return draft_ids + self.d2t[draft_ids]
 
 
 def attend(q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:

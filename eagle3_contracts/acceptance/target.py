@@ -96,7 +96,7 @@ def run_target(
     finally:
         for h in handles:
             h.remove()
-    embed = model.get_input_embeddings()
+    embed: nn.Module = model.get_input_embeddings()  # type: ignore[operator]
     with torch.no_grad():
         embeds = embed(tokens)
     return TargetRun(
