@@ -127,10 +127,14 @@ class Acceptance:
         }
 
 
-def paired_gap(a: Acceptance, b: Acceptance, *, position: int = 0) -> Rate:
-    """``a`` minus ``b`` at one draft position on the same prompts (paired interval)."""
-    if not torch.equal(a.counts.anchors, b.counts.anchors):
+def paired_gap(a: Acceptance, b: Acceptance, *, position: int | None = 0) -> Rate:
+    """``a`` minus ``b`` on the same prompts (paired interval): at one draft position, or in
+    the accept rate (``position=None``: accepted / drafted tokens over all anchors)."""
+    if not torch.equal(a.counts.anchors, b.counts.anchors) or a.k != b.k:
         raise ContractError("paired gaps need the same prompts and anchors", field="acceptance")
+    if position is None:
+        diff = a.counts.hits.sum(1) - b.counts.hits.sum(1)
+        return ratio(diff, a.counts.anchors * a.k)
     return ratio(a.counts.hits[:, position] - b.counts.hits[:, position], a.counts.anchors)
 
 
