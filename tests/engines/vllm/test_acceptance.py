@@ -24,17 +24,18 @@ from eagle3_contracts.acceptance.wiring import describe
 pytestmark = pytest.mark.engine
 SERVE = "vllm==0.32.0:v1"
 PROMPTS, NEW_TOKENS, K, SEED = 8, 64, 4, 0
-MARGIN = 0.03
-"""Largest |vLLM - offline| accept rate (accepted / drafted tokens) allowed per wiring: the
-offline walk and vLLM visit the same anchors while their greedy tokens agree; they part at a
-near-tie of the two float32 forwards and in the last draft of each prompt (vLLM drafts past
-``max_tokens``). Observed: at most 0.012 over the four wirings (see the suite's summary)."""
+MARGIN = 0.02
+"""Largest |vLLM - offline| accept rate (accepted / drafted tokens) allowed per wiring (twice
+that for the first-draft rate): the offline walk and vLLM visit the same anchors while their
+greedy tokens agree; they can part at a near-tie of the two float32 forwards and in the last
+draft of each prompt (vLLM drafts past ``max_tokens``). Observed on 8 prompts x 64 tokens:
+accept rate 0.323/0.322 trained, 0.343/0.341 one early, 0.216/0.219 the seed's error (one
+layer late, not served here to keep CI short: 0.353/0.356); first draft within 0.006."""
 
 WIRINGS: dict[str, list[int]] = {
     # eagle_aux_hidden_state_layer_ids as vLLM 0.32.0 v1 reads them (loop indices: id - 1)
     "trained": [3, 7, 10],  # canonical [2, 6, 9]
     "one-early": [2, 6, 9],  # canonical [1, 5, 8]: the ids as SpecForge wrote them
-    "one-late": [4, 8, 11],  # canonical [3, 7, 10]
     "seed-error": [0, 2, 6],  # canonical [-1, 1, 5]: embedding inserted, the rest one early
 }
 
@@ -79,13 +80,21 @@ def test_vllm_acceptance_matches_the_offline_oracle(served: dict[str, Any], name
     assert abs(first - offline.per_position(served=True)[0].value) <= 2 * MARGIN, (name, vllm)
 
 
-def test_the_guard_flags_exactly_the_wirings_that_cost_acceptance(served: dict[str, Any]) -> None:
+def test_the_guard_flags_every_wrong_wiring_and_the_costly_ones_cost_in_vllm(
+    served: dict[str, Any],
+) -> None:
+    """The trained wiring: guard OK, no cost. Every other: guard MISMATCH; where the oracle
+    measures a cost (its paired interval above zero; always the seed's error), vLLM's accept
+    rate is lower by more than ``MARGIN``. One layer early or late is within noise on this
+    12-layer target (the golden's gaps): the guard still flags it, and vLLM agrees with the
+    oracle that it costs nothing measurable (the test above)."""
     rate = {n: case["vllm"].accept_rate for n, case in served.items()}
+    assert served["seed-error"]["row"].verdict == "COSTS"
     for name, case in served.items():
         verdict = case["vllm"].verdict
         if name == "trained":
             assert verdict == "OK" and case["row"].verdict == "ok", case["vllm"].guard
-        else:
-            # every MISMATCH costs acceptance offline (paired interval above zero) and in vLLM
-            assert verdict == "MISMATCH" and case["row"].verdict == "COSTS", (name, case)
+            continue
+        assert verdict == "MISMATCH", (name, case["vllm"].guard)
+        if case["row"].verdict == "COSTS":
             assert rate[name] < rate["trained"] - MARGIN, rate
