@@ -97,10 +97,13 @@ class AcceptReport:
                 lines.append("    = the trained layers: ok")
             else:
                 assert r.gap is not None and r.relative_cost is not None
+                rate, base_rate = r.acceptance.chain_rate().value, t.chain_rate().value
                 lines.append(
-                    f"    cost: first-draft agreement -{r.gap} ({r.relative_cost:.0%} of "
-                    f"trained), accept length {t.accept_length().value:.2f} -> "
-                    f"{r.acceptance.accept_length().value:.2f}: {r.verdict}"
+                    f"    cost: first-draft agreement {-r.gap.value:+.3f} ± {r.gap.half_width:.3f} "
+                    f"({-r.relative_cost:+.0%}), accept rate {base_rate:.3f} -> {rate:.3f} "
+                    f"({rate / base_rate - 1:+.0%}), accept length "
+                    f"{t.accept_length().value:.2f} -> {r.acceptance.accept_length().value:.2f}: "
+                    f"{r.verdict}"
                 )
             for a in r.served.assumptions if r.served else ():
                 lines.append(f"    assumed: {a}")

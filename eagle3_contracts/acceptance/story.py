@@ -42,6 +42,7 @@ def run_story(*, with_vllm: bool | None = None) -> StoryResult:
     )
     trained, seed = report.trained_acceptance, report.rows[0]
     assert seed.acceptance is not None and seed.gap is not None
+    rate_cost = 1 - seed.acceptance.chain_rate().value / trained.chain_rate().value
     lines = [
         f"the seed's error on the tiny trained target ({report.target}):",
         f"  trained wiring {describe(TRAINED)}: first-draft agreement {trained.first}, "
@@ -50,8 +51,8 @@ def run_story(*, with_vllm: bool | None = None) -> StoryResult:
         f"  seed's wiring {describe(SEED_ERROR)}: first-draft agreement {seed.acceptance.first}, "
         f"accept rate {seed.acceptance.chain_rate().value:.3f}, accept length "
         f"{seed.acceptance.accept_length().value:.2f}",
-        f"  offline cost: {seed.relative_cost:.0%} of the trained first-draft agreement "
-        f"(paired gap {seed.gap})",
+        f"  offline cost: {rate_cost:.0%} of the trained accept rate, {seed.relative_cost:.0%} "
+        f"of its first-draft agreement (paired gap {seed.gap})",
     ]
     ok = seed.verdict == "COSTS"
     run_vllm = vllm_installed() if with_vllm is None else with_vllm
