@@ -65,7 +65,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("contract.py", "testing"): "CaptureContract.strategy() hands out the hypothesis strategy "
+    ("contract.py", "testing"): "CaptureContract.contracts() hands out the hypothesis strategy "
     "(one declaration validates and generates); imported lazily inside the method",
     ("parallel", "testing"): "the parallel simulations run synthetic targets on real gloo "
     "processes: they are test machinery by purpose",

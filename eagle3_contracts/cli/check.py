@@ -2,7 +2,7 @@
 
 Exit 0 when every serving system feeds what the drafter was trained on (and the drafter is
 coherent), 1 on any mismatch or an ambiguous reading, 2 on bad input. ``--json`` prints
-``CheckReport.to_dict()`` (``schema_version`` 1). torch is never imported unless ``--weights``
+``CheckReport.to_dict()`` (``schema_version`` 2). torch is never imported unless ``--weights``
 needs d2t/t2d values.
 """
 
@@ -77,17 +77,21 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.check import check_drafter
 
     if args.list:
-        from eagle3_contracts.conventions.predict import TRAINER_DEFAULTS
+        from eagle3_contracts.conventions.names import ALIASES, TRAINER_DEFAULTS
         from eagle3_contracts.conventions.releases import known_releases
 
-        for name in conventions.names():
+        for name in conventions.REGISTRY:
             print(conventions.get(name).summary())
         for framework, versions in known_releases().items():
             print(
-                f"{framework} releases (probed; unversioned '{framework}' = {versions[-1]}): "
-                + ", ".join(versions)
+                f"{framework} releases (probed; unversioned '{framework}' = {versions[-1]}, "
+                f"the rule of the target's model file): " + ", ".join(versions)
             )
-        print("trainer releases: " + ", ".join(TRAINER_DEFAULTS.values()))
+        print("aliases: " + ", ".join(f"{a} = {r}" for a, r in ALIASES.items()))
+        print(
+            "trainer releases: "
+            + ", ".join(f"{r} (unversioned '{t}')" for t, r in TRAINER_DEFAULTS.items())
+        )
         print("examples: " + ", ".join(examples.names()))
         return 0
     draft, target, trained_with = args.draft, args.target, args.trained_with

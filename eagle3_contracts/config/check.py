@@ -24,6 +24,7 @@ from eagle3_contracts.config.readers import (
     read_draft_config,
     read_target_config,
 )
+from eagle3_contracts.conventions.names import EngineSpec, SystemName, TrainerSpec, parse_system
 from eagle3_contracts.errors import ConfigError, ContractError
 from eagle3_contracts.layer_ids import check_num_layers
 
@@ -90,8 +91,9 @@ class CheckRow:
             return "no native ids can fix it (see details)"
         if self.plan.read_path is not None:
             return f"{self.plan.read_path} = [{_ids(self.fix_native_ids)}]"
-        conv = self.plan.convention or conventions.get(self.system)
-        return f"{conv.setting} = [{_ids(self.fix_native_ids)}]"
+        if self.plan.convention is None:
+            return self.fix
+        return f"{self.plan.convention.setting} = [{_ids(self.fix_native_ids)}]"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -273,7 +275,8 @@ def _answered_for(plan: CapturePlan) -> str:
     name the system column already shows; ``-`` for registry conventions."""
     if plan.release is None:
         return "-"
-    version = plan.release.split("==", 1)[1]
+    spec = parse_system(plan.release, field="release")
+    version = spec.version if isinstance(spec, (EngineSpec, TrainerSpec)) else None
     runner = f":{plan.runner}" if plan.runner else ""
     return f"{version}{runner} {plan.model_file or '(no model file)'}"
 
@@ -315,45 +318,25 @@ def check_drafter(
     each is checked against the training of ``draft``. ``pp_size``/``pp_partition``: the
     serving pipeline split (``"15,15,16,15"``).
     """
-    draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
-    target_cfg = _target(target, num_layers, hidden_size)
     notes: list[str] = []
     if isinstance(serve_with, str):
         serve_with = (serve_with,)
     systems = tuple(serve_with) or conventions.SERVING
     if not serve_with:
         notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
-    for name in (*systems, *([trained_with] if trained_with else [])):
-        _check_name(name, target_cfg)  # fail early, as one typed error, on an unknown name
+    for name in systems:
+        _check_name(name, "serve_with")  # fail early, as one typed error, on an unknown name
+    if trained_with:
+        _check_name(trained_with, "trained_with")
     for name in systems:
         _check_serving(name)
+    draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
+    target_cfg = _target(target, num_layers, hidden_size)
 
     stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
     if stamped is not None:
         trained_with = stamped.system
-        readings: tuple[tuple[str, CapturePlan], ...] = ((stamped.system, stamped),)
-        ambiguous = False
-    elif trained_with is not None:
-        readings = ((trained_with, resolve(draft_cfg, target_cfg, trained_with)),)
-        ambiguous = False
-    else:
-        both: tuple[tuple[str, CapturePlan], ...] = tuple(
-            (name, resolve(draft_cfg, target_cfg, name)) for name in conventions.READINGS
-        )
-        ambiguous = len({p.layer_ids for _, p in both}) > 1
-        if ambiguous:
-            readings = both
-            notes.append(
-                "the ids' meaning is ambiguous without --trained-with: under 'output' (SpecForge, "
-                "ModelOpt, TensorRT-LLM) and 'boundary' (vLLM, speculators, original EAGLE) they "
-                "name different layers"
-            )
-        else:
-            readings = (("output = boundary", both[0][1]),)
-            notes.append(
-                "no --trained-with: both readings of the config give the same layers "
-                f"[{_ids(both[0][1].layer_ids)}]"
-            )
+    readings, ambiguous = _readings(stamped, draft_cfg, target_cfg, trained_with, notes)
 
     served = [draft_cfg] + [
         c if isinstance(c, DraftConfig) else read_draft_config(c) for c in served_configs
@@ -362,18 +345,12 @@ def check_drafter(
     labels = [_label(c.source, taken) for c in served]
     partitions = _partitions(systems, target_cfg, pp_size, pp_partition)
 
-    rows = []
-    for reading, trained in readings:
-        for label, cfg in zip(labels, served, strict=True):
-            for name in systems:
-                part = partitions.get(name) if partitions else None
-                plan = resolve(cfg, target_cfg, name, partition=part)
-                stages = None
-                if part is not None:
-                    from eagle3_contracts.parallel.partition import stage_ownership
-
-                    stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
-                rows.append(CheckRow(label, reading, name, plan, compare(trained, plan), stages))
+    rows = [
+        _row(label, reading, trained, name, cfg, target_cfg, partitions)
+        for reading, trained in readings
+        for label, cfg in zip(labels, served, strict=True)
+        for name in systems
+    ]
 
     trained0 = readings[0][1]
     num_ids = len(trained0.layer_ids) + len(trained0.non_canonical)
@@ -400,6 +377,54 @@ def check_drafter(
         pipeline=pipeline,
         title=title,
     )
+
+
+def _readings(
+    stamped: CapturePlan | None,
+    draft: DraftConfig,
+    target: TargetConfig,
+    trained_with: str | None,
+    notes: list[str],
+) -> tuple[tuple[tuple[str, CapturePlan], ...], bool]:
+    """What the drafter was trained on: the stamp's, the named trainer's, or both readings of
+    its ids (and whether they differ)."""
+    if stamped is not None:
+        return ((stamped.system, stamped),), False
+    if trained_with is not None:
+        return ((trained_with, resolve(draft, target, trained_with)),), False
+    both = tuple((name, resolve(draft, target, name)) for name in conventions.READINGS)
+    if len({p.layer_ids for _, p in both}) > 1:
+        notes.append(
+            "the ids' meaning is ambiguous without --trained-with: under 'output' (SpecForge, "
+            "ModelOpt, TensorRT-LLM) and 'boundary' (vLLM, speculators, original EAGLE) they "
+            "name different layers"
+        )
+        return both, True
+    notes.append(
+        "no --trained-with: both readings of the config give the same layers "
+        f"[{_ids(both[0][1].layer_ids)}]"
+    )
+    return (("output = boundary", both[0][1]),), False
+
+
+def _row(
+    label: str,
+    reading: str,
+    trained: CapturePlan,
+    name: str,
+    draft: DraftConfig,
+    target: TargetConfig,
+    partitions: Mapping[str, Any],
+) -> CheckRow:
+    """One row: what ``name`` feeds the served config, against the training."""
+    part = partitions.get(name) if partitions else None
+    plan = resolve(draft, target, name, partition=part)
+    stages = None
+    if part is not None:
+        from eagle3_contracts.parallel.partition import stage_ownership
+
+        stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
+    return CheckRow(label, reading, name, plan, compare(trained, plan), stages)
 
 
 def _stamp_plan(
@@ -442,23 +467,15 @@ def _stamp_plan(
     )
 
 
-def _check_name(name: str, target: TargetConfig) -> None:
-    """A typed error naming the option for a system or trainer name no one answers."""
-    from eagle3_contracts.config import serving
-    from eagle3_contracts.conventions import predict
-
-    if serving.answers(name):
-        if predict.is_engine(name):
-            predict.parse_serve(name)
-        return
-    conventions.get(name, model_type=target.model_type, architectures=target.architectures)
+def _check_name(name: str, field: str) -> SystemName:
+    """The typed meaning of a system or trainer name; one typed error naming the option for a
+    name no one answers, before anything is read (``names.parse_system``)."""
+    return parse_system(name, field=field)
 
 
 def _check_serving(name: str) -> None:
     """A trainer release (``specforge==0.2.0``) trains drafters; it serves none."""
-    from eagle3_contracts.conventions import predict
-
-    if predict.trainer_name(name) is not None:
+    if isinstance(parse_system(name, field="serve_with"), TrainerSpec):
         raise ContractError(
             f"{name!r} is a trainer release: it trains drafters and serves none; give it as "
             f"--trained-with and name a serving engine release (e.g. 'sglang==0.5.23', "
@@ -502,11 +519,10 @@ def _partitions(
         return dict.fromkeys(systems, part)
     assert pp_size is not None
     out = {}
-    from eagle3_contracts.conventions import predict
-
     for name in systems:
-        if predict.is_engine(name):
-            rule = predict.parse_serve(name).framework  # the engine's own split rule
+        spec = parse_system(name, field="serve_with")
+        if isinstance(spec, EngineSpec):
+            rule = spec.framework  # the engine's own split rule
         else:
             rule = conventions.get(
                 name, model_type=target.model_type, architectures=target.architectures

@@ -5,18 +5,21 @@ reads ids, what it does when they are absent, its offset rule, which ids it can 
 duplicates, concatenation order and (given a partition) pipeline-parallel drops. The result, a
 ``CapturePlan``, holds canonical ids in concatenation order plus a note for every default or
 drop that applied. ``compare(trained, served)`` says how two plans differ and which native ids
-would make the serving system feed what the drafter was trained on.
+would make the serving system feed what the drafter was trained on; for an engine release
+``proven_fix`` writes each candidate id list where that release reads ids, predicts again
+(``conventions.predict``) and keeps the first that feeds exactly the trained layers, so a
+printed fix is never a guess (``apply_fix`` writes it into a copy of the config).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts import conventions
-from eagle3_contracts.config import serving
 from eagle3_contracts.config.readers import (
     DraftConfig,
     TargetConfig,
@@ -31,7 +34,9 @@ from eagle3_contracts.conventions import (
     PipelineParallel,
     Validation,
     predict,
+    releases,
 )
+from eagle3_contracts.conventions.names import EngineSpec, FixedReading, TrainerSpec, parse_system
 from eagle3_contracts.conventions.predict import Feed
 from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
 from eagle3_contracts.errors import ContractError
@@ -62,7 +67,7 @@ class CapturePlan:
     refused: str | None = None  # the system refuses this config at load (why)
     pp_dropped: tuple[int, ...] = ()  # canonical ids lost to pipeline parallelism
     convention: Convention | None = field(default=None, repr=False, compare=False)
-    # -- release-true answers (engines and trainer releases, ``config.serving``) -------------
+    # -- release-true answers (engines and trainer releases, ``conventions.predict``) --------
     kind: str = "segments"  # "segments", "crash", "unsupported" or "unknown"
     crash: str | None = None  # crash class ("fc-width-mismatch", "embedding-residual-none", ...)
     release: str | None = None  # "sglang==0.5.23" (the release answered for)
@@ -160,7 +165,7 @@ def resolve(
 
     Engine names (``sglang``, ``vllm==0.33.0:v1``) and trainer releases (``specforge``,
     ``specforge==0.2.0``: what it trained the drafter on) are answered per release through
-    ``config.serving``.
+    ``conventions.predict.predict_system``.
     """
     draft = (
         draft_config if isinstance(draft_config, DraftConfig) else read_draft_config(draft_config)
@@ -170,8 +175,10 @@ def resolve(
         if isinstance(target_config, TargetConfig)
         else read_target_config(target_config)
     )
-    if isinstance(system, str) and serving.answers(system):
-        return _release_plan(draft, target, system, partition)
+    if isinstance(system, str):
+        spec = parse_system(system, field="system")
+        if not isinstance(spec, FixedReading):
+            return _release_plan(draft, target, system, partition)
     conv = conventions.get(system, model_type=target.model_type, architectures=target.architectures)
     n = target.num_layers
     notes: list[str] = []
@@ -196,9 +203,8 @@ def resolve(
             notes.append(f"{conv.system} refuses this config at load: {refused}")
             non_canonical = ()
 
-    if -1 in ids and conv.embedding_caveat:
-        notes.append(f"embedding requested: {conv.embedding_caveat}")
-    ids, pp_dropped = _pipeline(conv, ids, n, partition, notes)
+    pp = _Pipeline(conv.pipeline_parallel, conv.captures_before_layer, conv.system)
+    ids, pp_dropped, unread = _pipeline(pp, ids, n, partition, notes)
     return CapturePlan(
         system=conv.name,
         layer_ids=ids,
@@ -212,11 +218,8 @@ def resolve(
         refused=refused,
         pp_dropped=pp_dropped,
         convention=conv,
+        kind="unknown" if unread else "segments",
     )
-
-
-_FAMILY_CONVENTION = {"sglang": "sglang", "vllm": "vllm"}
-"""Registry entry whose pipeline-parallel behaviour an engine release shares."""
 
 
 def _release_plan(
@@ -225,13 +228,13 @@ def _release_plan(
     system: str,
     partition: LayerPartition | None,
 ) -> CapturePlan:
-    feed = serving.feed_for(system, draft, target)
+    feed = predict.predict_system(system, dict(draft.raw), target)
     notes = list(feed.notes)
     ids = feed.canonical
-    family = feed.release.split("==", 1)[0]
-    conv = conventions.get(_FAMILY_CONVENTION.get(family, "sglang"))
     # an unsupported or unknown row collects nothing: the partition is still checked
-    ids, pp_dropped = _pipeline(conv, ids, target.num_layers, partition, notes)
+    pp = _release_pipeline(feed)
+    ids, pp_dropped, unread = _pipeline(pp, ids, target.num_layers, partition, notes)
+    kind = "unknown" if unread and feed.kind in ("segments", "crash") else feed.kind
     return CapturePlan(
         system=system,
         layer_ids=ids,
@@ -244,9 +247,8 @@ def _release_plan(
         non_canonical=("final post-norm state",) if feed.final_state else (),
         refused=notes[-1] if feed.crash == "trainer-refused" else None,
         pp_dropped=pp_dropped,
-        convention=conv,
-        kind=feed.kind,
-        crash=feed.crash,
+        kind=kind,
+        crash=feed.crash if kind == feed.kind else None,
         release=feed.release,
         runner=feed.runner,
         model_file=feed.model_file or None,
@@ -381,42 +383,75 @@ def _capture(
     return tuple(kept)
 
 
+@dataclass(frozen=True)
+class _Pipeline:
+    """What a system does with states captured on earlier pipeline stages."""
+
+    behaviour: PipelineParallel
+    before_layer: bool  # captures layer N as layer N + 1 starts (on N + 1's stage)
+    system: str  # for notes: "vllm==0.21.0:v1 llama.py", "TensorRT-LLM"
+
+
+def _release_pipeline(feed: Feed) -> _Pipeline:
+    """The release's pipeline behaviour for the target's entry class, as probed: last-stage-only
+    when its setter reads ``self.pp_group.is_last_rank``; otherwise nothing was read that says
+    whether earlier stages' states reach the drafter."""
+    last_only = (
+        releases.last_stage_only(feed.release, feed.entry_class) if feed.entry_class else None
+    )
+    return _Pipeline(
+        PipelineParallel.LAST_STAGE_ONLY if last_only else PipelineParallel.DEPENDS,
+        _captures_before_layer(feed.release),
+        feed.system,
+    )
+
+
+def _captures_before_layer(release: str) -> bool:
+    """SGLang's loops capture layer N as layer N + 1 starts (``if i in self.layers_to_capture``
+    before layer i); vLLM's mixin records boundary idx + 1 after layer idx."""
+    spec = parse_system(release, field="release")
+    return isinstance(spec, (EngineSpec, TrainerSpec)) and spec.framework != "vllm"
+
+
 def _pipeline(
-    conv: Convention,
+    pp: _Pipeline,
     ids: tuple[int, ...],
     n: int,
     partition: LayerPartition | None,
     notes: list[str],
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
+) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """The ids that reach the drafter, those dropped, and whether that is unread (an id on an
+    earlier stage whose fate no code read decides: the row is unknown, never ok)."""
     if partition is None:
-        return ids, ()
+        return ids, (), False
     if partition.num_layers != n:
         raise ContractError(
             f"the pipeline partition covers {partition.num_layers} layers but the target has {n}",
             field="partition",
         )
     if partition.pp_size == 1:
-        return ids, ()
-    behaviour = conv.pipeline_parallel
+        return ids, (), False
     last = partition.pp_size - 1
-    before = conv.captures_before_layer
-    early = tuple(i for i in ids if partition.capturing_stage(i, before_layer=before) != last)
-    if behaviour is PipelineParallel.LAST_STAGE_ONLY:
+    early = tuple(
+        i for i in ids if partition.capturing_stage(i, before_layer=pp.before_layer) != last
+    )
+    if pp.behaviour is PipelineParallel.LAST_STAGE_ONLY:
         if early:
             notes.append(
-                f"pipeline parallel ({partition.describe()}): {conv.system} captures only on the "
+                f"pipeline parallel ({partition.describe()}): {pp.system} captures only on the "
                 f"last stage; {', '.join(describe(i, n) for i in early)} "
                 f"are captured on earlier stages and dropped"
             )
-        return tuple(i for i in ids if i not in early), early
-    if behaviour is PipelineParallel.DEPENDS and early:
+        return tuple(i for i in ids if i not in early), early, False
+    if pp.behaviour is PipelineParallel.DEPENDS and early:
         notes.append(
             f"pipeline parallel ({partition.describe()}): "
-            f"{', '.join(describe(i, n) for i in early)} are captured on "
-            f"earlier stages; whether they reach the drafter depends on the release (see the "
-            f"registry notes for {conv.name})"
+            f"{', '.join(describe(i, n) for i in early)} are captured on earlier stages; no "
+            f"code read says whether {pp.system} carries them to the drafter's stage: unknown, "
+            f"not ok"
         )
-    return ids, ()
+        return ids, (), True
+    return ids, (), False
 
 
 # -- compare ----------------------------------------------------------------------------
@@ -530,6 +565,14 @@ def _release_verdict(
     if served.kind == "unsupported":
         return (FindingKind.UNSUPPORTED, f"unsupported: {served.source}", (), None)
     if served.kind == "unknown":
+        if served.feed is None or served.feed.kind != "unknown":  # unread pipeline behaviour
+            return (
+                FindingKind.UNKNOWN,
+                f"unknown: no code read says whether {served.key} carries states captured on "
+                "earlier pipeline stages to the drafter",
+                (),
+                None,
+            )
         return (FindingKind.UNKNOWN, f"unknown: needs reading at {served.source}", (), None)
     if trained.refused or served.refused or trained.kind != "segments" or served.feed is None:
         return None
@@ -561,7 +604,7 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
     assert served.feed is not None and served.inputs is not None
     if trained.kind != "segments" or trained.refused:
         return None, f"no fix: the trained side is {trained.kind} ({trained.key})"
-    if predict.trainer_name(served.system) is not None:
+    if isinstance(parse_system(served.system, field="serve_with"), TrainerSpec):
         return None, f"no fix: {served.key} is a trainer release, not a serving engine"
     if trained.non_canonical or served.non_canonical:
         return None, (
@@ -569,7 +612,7 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
             "post-norm state instead of aux states (eagle_config.use_aux_hidden_state)"
         )
     draft, target = served.inputs
-    fix = serving.proven_fix(
+    fix = proven_fix(
         trained.layer_ids,
         _trained_count(trained),
         served.system,
@@ -655,3 +698,111 @@ def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | N
             f"{conv.system} drops states captured on earlier stages"
         )
     return native, f"set {conv.setting} = {list(native)}"
+
+
+# -- proven fixes: the id list a release must read, checked by predicting again ----------
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Native ids proven to make a release feed the trained layers, or why none exist."""
+
+    native_ids: tuple[int, ...] | None
+    path: str | None  # the JSON path to write them at
+    why: str  # the fix in words
+
+    @property
+    def label(self) -> str:
+        if self.native_ids is None or self.path is None:
+            return "no native ids can fix it (see details)"
+        return f"{self.path} = [{', '.join(map(str, self.native_ids))}]"
+
+
+def proven_fix(
+    want: Sequence[int],
+    trained_count: int,
+    system: str,
+    feed: Feed,
+    draft: DraftConfig,
+    target: TargetConfig,
+    *,
+    state: str = "residual stream",
+) -> Fix:
+    """The id list to write where ``system`` reads ids so that it feeds exactly ``want``
+    (canonical, trained order), checked by predicting again; else why no list does."""
+    if feed.kind == "unsupported":
+        return Fix(None, None, f"no native ids can fix it: {feed.source}")
+    if feed.kind == "unknown":
+        return Fix(None, None, "no fix is printed for an unknown answer: " + "; ".join(feed.notes))
+    if feed.final_state:
+        return Fix(
+            None,
+            None,
+            "no native ids can fix it: eagle_config.use_aux_hidden_state is false, so no aux "
+            "states are captured; remove it (or set it true) to serve an EAGLE-3 drafter",
+        )
+    if list(want) != sorted(want) or len(set(want)) != len(want):
+        return Fix(
+            None,
+            None,
+            f"no native ids can express it: {feed.release} concatenates each layer once in "
+            f"ascending order, the drafter was trained on [{', '.join(map(str, want))}]; "
+            "retrain with a sorted list of distinct ids",
+        )
+    if feed.state == predict.DELTA and state != predict.DELTA:
+        return Fix(
+            None,
+            None,
+            f"no native ids can fix it: {feed.system} feeds the {feed.state} "
+            f"({feed.notes[-1] if feed.notes else feed.source}); serve with a release that "
+            "captures the residual stream",
+        )
+    if feed.read_path is None:
+        return Fix(None, None, f"no native ids can fix it: {feed.release} reads no config field")
+    base = tuple(want)
+    seen: set[tuple[int, ...]] = set()
+    for form in (base, tuple(i + 1 for i in base)):
+        for k in range(len(form)):
+            cand = form[k:] + form[:k]
+            if cand in seen:
+                continue
+            seen.add(cand)
+            again = predict.predict_feed(system, _with_ids(draft.raw, feed.read_path, cand), target)
+            if (
+                again.kind == "segments"
+                and again.canonical == base
+                and again.width_states == trained_count
+                and again.state == state
+            ):
+                why = f"set {feed.read_path} = [{', '.join(map(str, cand))}]"
+                return Fix(cand, feed.read_path, why + f": {again.system} then feeds them")
+    reason = (
+        f"no id list written at {feed.read_path} makes {feed.system} feed canonical {list(base)}"
+    )
+    if feed.width_states is not None and feed.width_states != trained_count:
+        reason += (
+            f"; its fc takes {feed.width_states} states, the drafter has {trained_count}: set "
+            f"num_aux_hidden_states = {trained_count}"
+        )
+    return Fix(None, None, reason)
+
+
+def _with_ids(raw: Mapping[str, Any], path: str, ids: Sequence[int]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(raw))
+    node = out
+    *heads, last = path.split(".")
+    for head in heads:
+        child = node.get(head)
+        if not isinstance(child, dict):
+            child = {}
+            node[head] = child
+        node = child
+    node[last] = list(ids)
+    return out
+
+
+def apply_fix(raw: Mapping[str, Any], fix: Fix) -> dict[str, Any]:
+    """A copy of the drafter's config with ``fix`` applied (for tests and ``--json`` users)."""
+    if fix.native_ids is None or fix.path is None:
+        raise ValueError("this fix has no native ids to apply")
+    return _with_ids(raw, fix.path, fix.native_ids)

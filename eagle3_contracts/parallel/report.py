@@ -10,10 +10,12 @@ the last stage, ids owned by earlier stages are lost for real: exit code 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from eagle3_contracts._text import text_table
+from eagle3_contracts.conventions import Convention
+from eagle3_contracts.conventions.names import CANONICAL, parse_convention
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, check_num_layers, describe
 from eagle3_contracts.parallel.partition import (
@@ -22,8 +24,6 @@ from eagle3_contracts.parallel.partition import (
     PipelineRisks,
     pipeline_risks,
 )
-
-CANONICAL = "canonical"
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class StagesReport:
     risks: PipelineRisks
     behaviour: str | None  # the convention's pipeline-parallel behaviour, if any
     lost: tuple[int, ...]  # canonical ids this convention's engine really loses
+    conv: Convention | None = field(default=None, repr=False, compare=False)  # as resolved
 
     @property
     def exit_code(self) -> int:
@@ -144,10 +145,8 @@ class StagesReport:
     def _remedies(self) -> str:
         """What a user can do about ids lost to last-stage-only capture: another split (when
         one exists), another engine release, or no pipeline parallelism."""
-        from eagle3_contracts import conventions
-
-        conv = conventions.get(self.convention)
-        shift = 1 if conv.captures_before_layer else 0
+        assert self.conv is not None  # lost ids come from a convention
+        shift = 1 if self.conv.captures_before_layer else 0
         first = max(0, min(n + shift for n in self.lost))  # the last stage must start here
         partition, pp = self.partition, self.partition.pp_size
         options = []
@@ -177,14 +176,22 @@ def stages_report(
     pp_partition: str | Sequence[int] | None = None,
     pp_rule: str | None = None,
     convention: str | None = None,
+    model_type: str | None = None,
+    architectures: Sequence[str] = (),
 ) -> StagesReport:
-    """Resolve the partition and convention, and report ownership and risks for ``ids``."""
+    """Resolve the partition and convention, and report ownership and risks for ``ids``.
+
+    ``model_type``/``architectures`` (the target's) pick the model file whose rule an engine or
+    trainer name (``sglang==0.5.23``, ``specforge``) means; such a name is refused without them.
+    """
     num_layers = check_num_layers(num_layers)
     conv = None
-    if convention is not None and convention != CANONICAL:
+    if convention is not None and parse_convention(convention, field="convention") is not None:
         from eagle3_contracts import conventions
 
-        conv = conventions.get(convention)
+        conv = conventions.get(
+            convention, model_type=model_type, architectures=tuple(architectures)
+        )
         layer_ids = tuple(conventions.to_canonical(list(ids), conv, num_layers))
     else:
         layer_ids = tuple(ids)
@@ -241,4 +248,5 @@ def stages_report(
         risks=risks,
         behaviour=behaviour,
         lost=lost,
+        conv=conv,
     )

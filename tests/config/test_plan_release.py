@@ -1,7 +1,7 @@
 """Release plans (``resolve`` of ``sglang==0.5.23``, ``vllm==0.32.0:v1``, ``specforge==0.2.0``)
 and ``compare``'s release verdicts and fixes.
 
-A release plan is the release's ``Feed`` (``config.serving.feed_for``) in plan form: the fields
+A release plan is the release's ``Feed`` (``conventions.predict.predict_system``) in plan form: the fields
 ``check`` prints and emits in JSON are the feed's, and an unknown, unsupported or crashing row, or
 an fc built for another number of states, is one finding that names the release, why, and (for an
 fc) both widths; its fix says there is none, or writes the ids where that release reads them.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts import ContractError, compare, resolve
-from eagle3_contracts.config import serving
 from eagle3_contracts.config.plan import FindingKind as K
 from eagle3_contracts.config.readers import IDS_FIELD, read_draft_config, read_target_config
+from eagle3_contracts.conventions import predict
 from eagle3_contracts.conventions.predict import Feed
 from eagle3_contracts.parallel.partition import LayerPartition
 
@@ -35,7 +35,9 @@ def nested(*ids: int, **extra: object) -> dict:
 
 
 def feed(draft: dict, target: dict, system: str) -> Feed:
-    return serving.feed_for(system, read_draft_config(draft), read_target_config(target))
+    return predict.predict_system(
+        system, dict(read_draft_config(draft).raw), read_target_config(target)
+    )
 
 
 # -- the plan is the feed -----------------------------------------------------------------------
@@ -61,7 +63,7 @@ def test_a_release_plan_carries_its_feed(system: str, family: str) -> None:
         None,
         (),
     )
-    assert plan.convention is not None and plan.convention.name == family  # its pp behaviour
+    assert plan.convention is None  # a release row is its feed, not a registry entry
     data = plan.to_dict()
     assert (data["source"], data["width_states"], data["native_ids"]) == (
         fed.source,
@@ -109,11 +111,9 @@ def test_a_crashing_row_still_loses_earlier_stages_to_pipeline_parallelism() -> 
     plan = resolve(nested(-1, 2, 30), KIMI, "sglang==0.5.23", partition=part)
     assert (plan.kind, plan.crash) == ("crash", "aux-count-short")
     assert (plan.layer_ids, plan.pp_dropped) == ((), (1, 29))
-    sglang = plan.convention
-    assert sglang is not None
     assert plan.notes[-1] == (
-        f"pipeline parallel ({part.describe()}): {sglang.system} captures only on the last "
-        "stage; layer 1, layer 29 are captured on earlier stages and dropped"
+        f"pipeline parallel ({part.describe()}): sglang==0.5.23 deepseek_v2.py captures only "
+        "on the last stage; layer 1, layer 29 are captured on earlier stages and dropped"
     )
 
 

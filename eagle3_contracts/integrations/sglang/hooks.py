@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from eagle3_contracts.errors import ContractError, ContractViolation
+from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
 from eagle3_contracts.integrations.vllm.settings import Settings, read_settings
 from eagle3_contracts.integrations.vllm.verdict import (
     GuardVerdict,
@@ -86,6 +86,17 @@ def stream_of(output: Any, args: tuple[Any, ...] = ()) -> torch.Tensor | None:
     return None
 
 
+def _target_depth(target: Mapping[str, Any]) -> int | None:
+    """The target's depth as ``check`` reads it (``config.readers``: top level or a nested
+    language-model section); None when its config does not say."""
+    from eagle3_contracts.config.readers import read_target_config
+
+    try:
+        return read_target_config(target).num_layers
+    except ConfigError:
+        return None
+
+
 def sglang_release() -> str:
     from importlib.metadata import version
 
@@ -96,13 +107,14 @@ def sglang_fix(release: str, target: Mapping[str, Any]) -> Callable[[Sequence[in
     """The drafter setting that makes ``sglang==release`` feed the trained ids (per registry)."""
 
     def fix(expected: Sequence[int], num_layers: int) -> str:
+        from eagle3_contracts.conventions.names import engine_name
         from eagle3_contracts.conventions.predict import predict_feed
 
         want = tuple(expected)
         for shift in (1, 0, -1, 2):
             ids = [e + shift for e in want]
             draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}}
-            feed = predict_feed(f"sglang=={release}", draft, target)
+            feed = predict_feed(engine_name("sglang", release), draft, target)
             if feed.kind == "segments" and feed.canonical == want:
                 return f"eagle_config.eagle_aux_hidden_state_layer_ids = {ids}"
         return (
@@ -189,7 +201,7 @@ class Session:
                 "a decoder layer returned neither the stream nor (hidden, residual)",
                 field="forward_hooks",
             )
-        depth = target.get("num_hidden_layers")
+        depth = _target_depth(target)
         if depth is not None and depth != len(self.layers):
             raise ContractError(
                 f"recorded {len(self.layers)} decoder layers of {depth} (pipeline parallel "
