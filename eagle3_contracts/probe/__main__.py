@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from eagle3_contracts.conventions.release_table import ReleaseTable, TrainerTable
+from eagle3_contracts.conventions.releases import ReleaseTable, TrainerTable
 from eagle3_contracts.probe import fetch, render
 from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES, TRAINER_RELEASES, TRAINERS
 from eagle3_contracts.probe.tables import build_table, dumps
