@@ -171,3 +171,15 @@ def test_vllm_v2_reader_precedence_covers_every_field_it_reads():
         raw = json.loads((PACKAGE_DATA / f"vllm-{version}.json").read_text())
         (row,) = [r for r in raw["id_source"]["readers"] if r["file"].endswith("eagle3_utils.py")]
         assert row["answers"]["nested_only"] == "absent"
+
+
+def test_probe_release_names_are_read_by_the_one_parser() -> None:
+    import argparse
+
+    from eagle3_contracts.probe.__main__ import _releases
+
+    args = argparse.Namespace(release=["SGLang == 0.5.24", "specforge==0.3.0"], new=False)
+    assert _releases(args) == [("sglang", "0.5.24"), ("specforge", "0.3.0")]
+    for bad, says in (("sglang", "framework==version"), ("tgi==1.0", "unknown system name")):
+        with pytest.raises(SystemExit, match=says):
+            _releases(argparse.Namespace(release=[bad], new=False))
