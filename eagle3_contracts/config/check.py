@@ -88,10 +88,23 @@ class CheckRow:
             return "none (see details)"
         if self.fix_native_ids is None:
             return "no native ids can fix it (see details)"
+        return f"{self.fix_field} = [{_ids(self.fix_native_ids)}]"
+
+    @property
+    def fix_field(self) -> str | None:
+        """Where the fix's ids go: the field this system reads (``None`` without a fix)."""
+        if self.fix_native_ids is None:
+            return None
         if self.plan.read_path is not None:
-            return f"{self.plan.read_path} = [{_ids(self.fix_native_ids)}]"
+            return self.plan.read_path
         conv = self.plan.convention or conventions.get(self.system)
-        return f"{conv.setting} = [{_ids(self.fix_native_ids)}]"
+        return conv.setting
+
+    def fix_setting(self) -> dict[str, Any] | None:
+        """The fix as data: ``{"system", "field", "ids"}`` (``None`` when no ids fix it)."""
+        if self.fix_native_ids is None or not self.findings:
+            return None
+        return {"system": self.system, "field": self.fix_field, "ids": list(self.fix_native_ids)}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +120,7 @@ class CheckRow:
             "findings": [f.to_dict() for f in self.findings],
             "fix_native_ids": None if self.fix_native_ids is None else list(self.fix_native_ids),
             "fix": self.fix,
+            "fix_setting": self.fix_setting(),
             "stages": None
             if self.stages is None
             else [{"layer_id": n, "stage": s} for n, s in self.stages],
@@ -157,6 +171,7 @@ class CheckReport:
             "title": self.title,
             "ok": self.ok,
             "exit_code": self.exit_code,
+            "verdict": self.verdict.split(" ", 1)[0],
             "unknown_rows": self.unknown_rows,
             "draft": {
                 "source": self.draft.source,
@@ -261,11 +276,24 @@ class CheckReport:
             lines += [f"  {c.status:<8} {c.name}: {c.message}" for c in self.drafter]
         lines += [f"note: {note}" for note in self.notes]
         lines.append("")
-        verdict = "OK" if self.ok else "MISMATCH"
-        if not self.ok and self.unknown_rows and all(r.ok or r.unknown for r in self.rows):
-            verdict = f"UNKNOWN ({self.unknown_rows} row(s) need reading; nothing proven wrong)"
-        lines.append(f"result: {verdict} (exit {self.exit_code})")
+        lines.append(f"result: {self.verdict} (exit {self.exit_code})")
         return lines
+
+    @property
+    def verdict(self) -> str:
+        """The last line's word: OK, AMBIGUOUS (no training claim and the readings disagree:
+        nothing is proven wrong), UNKNOWN (only unread rows) or MISMATCH."""
+        if self.ok:
+            return "OK"
+        if self.ambiguous:
+            return (
+                "AMBIGUOUS (no training claim: the ids name different layers under each "
+                "reading; stamp the drafter, pass --trained-with or set "
+                "EAGLE3_CONTRACTS_TRAINED_WITH)"
+            )
+        if self.unknown_rows and all(r.ok or r.unknown for r in self.rows):
+            return f"UNKNOWN ({self.unknown_rows} row(s) need reading; nothing proven wrong)"
+        return "MISMATCH"
 
 
 def _answered_for(plan: CapturePlan) -> str:
@@ -308,16 +336,25 @@ def check_drafter(
     pp_size: int | None = None,
     pp_partition: str | Sequence[int] | None = None,
     title: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> CheckReport:
     """Resolve, compare and check one drafter; see the module docstring.
 
     ``served_configs``: other draft configs served in place of ``draft`` (the trained one);
     each is checked against the training of ``draft``. ``pp_size``/``pp_partition``: the
-    serving pipeline split (``"15,15,16,15"``).
+    serving pipeline split (``"15,15,16,15"``). The training claim is the drafter's stamp,
+    else ``trained_with``, else ``EAGLE3_CONTRACTS_TRAINED_WITH`` in ``environ`` (default
+    ``os.environ``), as in every tool; the report's notes say which.
     """
+    from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, trained_with_env
+
     draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     target_cfg = _target(target, num_layers, hidden_size)
     notes: list[str] = []
+    env_claim = None if trained_with else trained_with_env(environ)
+    if env_claim is not None and draft_cfg.raw.get(STAMP_KEY) is None:
+        trained_with = env_claim
+        notes.append(f"training claim: no stamp; {ENV_TRAINED_WITH}={env_claim}")
     if isinstance(serve_with, str):
         serve_with = (serve_with,)
     systems = tuple(serve_with) or conventions.SERVING
