@@ -24,6 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eagle3_contracts.cli._output import progress, start_torch_work
+
+    step = progress()
+    start_torch_work(step)
     from eagle3_contracts.dumps.demo import run_demo
 
     if args.out is not None:
@@ -33,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"--out {args.out}: cannot create the directory: {exc.strerror}"
             ) from None
-    result = run_demo(out_dir=args.out)
-    print(result.render_text())
+    result = run_demo(out_dir=args.out, progress=step)
+    from eagle3_contracts.cli._output import say
+
+    say(result.render_text())
     return result.exit_code

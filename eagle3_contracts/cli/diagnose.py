@@ -101,10 +101,8 @@ def _seed(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts._io import read_bounded
-    from eagle3_contracts.capture.targets import load_target
     from eagle3_contracts.cli import UsageError, parse_ids
-    from eagle3_contracts.dumps.diagnose import diagnose
-    from eagle3_contracts.dumps.format import read_dump
+    from eagle3_contracts.cli._output import progress, start_torch_work
 
     if len(args.dump) > 2:
         raise UsageError(f"give one --dump, or two (training, serving); got {len(args.dump)}")
@@ -127,9 +125,17 @@ def run(args: argparse.Namespace) -> int:
     if args.draft:
         contract, contract_source, note = _stamp_contract(args.draft)
         notes.append(note)
+    step = progress(args.json)
+    start_torch_work(step)
+    from eagle3_contracts.capture.targets import load_target
+    from eagle3_contracts.dumps.diagnose import diagnose
+    from eagle3_contracts.dumps.format import read_dump
+
+    step(f"reading {len(args.dump)} dump(s)")
     dumps = [read_dump(p) for p in args.dump]  # validate every dump before the model loads
     seed = DEFAULT_SEED if args.seed is None else args.seed
     limit = None if args.max_target_gib is None else int(args.max_target_gib * 2**30)
+    step(f"loading the target {args.target}")
     target = load_target(args.target, seed=seed, max_bytes=limit)
     if target.random_init and args.seed is None:
         notes.append(f"--seed not given: the default seed {DEFAULT_SEED} applied")
@@ -143,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         claim_source=f"--ids {args.ids} --convention {args.convention}",
         rtol=args.rtol,
         notes=notes,
+        progress=step,
     )
     return emit(report, args.json)
 

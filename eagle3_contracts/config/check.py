@@ -279,6 +279,19 @@ class CheckReport:
         lines.append(f"result: {self.verdict} (exit {self.exit_code})")
         return lines
 
+    def failure_lines(self, *, with_system: bool = True) -> list[str]:
+        """One line per problem, the verdict first and then the fix (what a CI summary
+        shows): ``vllm: shifted -1; fix eagle_aux_hidden_state_layer_ids = [3, 31, 59]``."""
+        if self.ambiguous:
+            return [self.verdict]
+        lines = [
+            (f"{r.system}: " if with_system else "") + f"{r.verdict}; fix {r.fix_label()}"
+            for r in self.rows
+            if not r.ok
+        ]
+        lines += [f"drafter {c.name}: {c.message}" for c in self.drafter if c.status == ERROR]
+        return lines
+
     @property
     def verdict(self) -> str:
         """The last line's word: OK, AMBIGUOUS (no training claim and the readings disagree:
@@ -477,6 +490,14 @@ def _stamp_plan(
         ids_source="stamp",
         notes=(note,),
     )
+
+
+def check_system_name(name: str, *, serving: bool) -> None:
+    """A typed error for a system name no one answers (or a trainer named to serve), checked
+    before any config is read: what the pytest plugin validates once per session."""
+    _check_name(name, TargetConfig.from_sizes(1, 1))
+    if serving:
+        _check_serving(name)
 
 
 def _check_name(name: str, target: TargetConfig) -> None:

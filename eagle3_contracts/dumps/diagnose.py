@@ -14,7 +14,7 @@ order (config-list vs ascending concatenation), layers dropped or added.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -641,12 +641,20 @@ def diagnose(
     claim_source: str = "claimed ids",
     rtol: float | None = None,
     notes: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> DiagnoseReport:
     """Diagnose one dump, or two (training then serving), against ``target``.
 
     The expectation is ``contract`` if given, else ``claim_ids`` in ``claim_convention`` if
-    given, else each dump's own metadata claim.
+    given, else each dump's own metadata claim; with two dumps and none of those, the layers
+    identified in the training dump (what the drafter learned). ``progress`` is told which
+    dump is being identified.
     """
+
+    def step(text: str) -> None:
+        if progress is not None:
+            progress(text)
+
     if not 1 <= len(dumps) <= 2:
         raise ContractError(
             f"diagnose takes one dump, or two (training, serving); got {len(dumps)}",
@@ -679,10 +687,12 @@ def diagnose(
         )
     notes = list(notes)
     if len(dumps) == 1:
+        step(f"identifying the segments of {dumps[0].source}")
         results: tuple[DumpDiagnosis, ...] = (
             diagnose_dump(dumps[0], target, claim=claim, rtol=rtol),
         )
     else:
+        step(f"identifying the segments of the training dump {dumps[0].source}")
         training = diagnose_dump(dumps[0], target, claim=claim, role=ROLES[0], rtol=rtol)
         reference = claim
         if claim is None and all(n is not None for n in training.found):
@@ -693,6 +703,7 @@ def diagnose(
                 f"no training claim (stamp, --contract or --ids): the layers identified in the "
                 f"training dump, canonical {list(found)}, are the reference for the serving dump"
             )
+        step(f"identifying the segments of the serving dump {dumps[1].source}")
         serving = diagnose_dump(dumps[1], target, claim=reference, role=ROLES[1], rtol=rtol)
         results = (training, serving)
     comparison = compare_feeds(*results) if len(results) == 2 else None
