@@ -120,7 +120,7 @@ def _config_path(draft: str | os.PathLike[str]) -> Path:
 
 
 def _load_config(path: Path) -> dict[str, Any]:
-    # a regular file, size- and depth-bounded: a FIFO, /dev/zero or deep JSON (issue 12)
+    # a regular file, size- and depth-bounded: a FIFO, /dev/zero or deep JSON
     data = read_json_file(path, what="draft config")
     if not isinstance(data, dict):
         raise ConfigError(

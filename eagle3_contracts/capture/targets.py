@@ -162,13 +162,13 @@ def load_target(
                 f"same random model)",
                 source=source,
             )
-        _check_sizes(_read_config(config_path), str(config_path))
+        _check_sizes(config_path)
         size = sum(regular_file(w, what="weights file").st_size for w in weights)
         _check_budget(size, budget, "its *.safetensors weights", source)
         return _from_pretrained(path, dtype)
     data = _read_config(path)
     config = _hf_config(data, source)  # names a missing or unknown model_type first
-    params = _check_sizes(data, source)
+    params = _check_sizes(path)
     _check_budget(params * 4, budget, f"~{params:.3g} float32 parameters", source)
     return _from_config(path, config, seed=seed, dtype=dtype)
 
@@ -180,29 +180,39 @@ def _read_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_sizes(data: dict[str, Any], source: str) -> int:
-    """Check the sizes a model is built from; return a lower bound of its parameter count."""
-    sizes = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
-    prefix = "text_config." if sizes is not data else ""
-    assert isinstance(sizes, dict)
+def _check_sizes(config_path: Path) -> int:
+    """Check the sizes a model is built from, read by ``config.readers`` exactly as ``check``
+    reads them (top level, else ``text_config`` / ``thinker_config.text_config`` /
+    ``llm_config``, with transformers' class defaults); return a lower bound of its parameter
+    count."""
+    from eagle3_contracts.config.readers import read_target_config
 
-    def count(*keys: str, required: bool = True) -> int:
-        key = next((k for k in keys if sizes.get(k) is not None), keys[0])
-        value = sizes.get(key)
-        if value is None and not required:
+    facts = read_target_config(config_path)
+    source, prefix = facts.source, facts.section
+    sizes: Any = facts.raw
+    for part in prefix.split(".")[:-1]:
+        sizes = sizes[part]
+
+    def optional(*keys: str) -> int:
+        value = next((sizes.get(k) for k in keys if sizes.get(k) is not None), None)
+        if value is None:
             return 0
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(
-                f"{prefix}{key} must be a positive integer, got {value!r}",
+                f"{prefix}{keys[0]} must be a positive integer, got {value!r}",
                 source=source,
-                field=prefix + key,
+                field=prefix + keys[0],
             )
         return value
 
-    layers = count("num_hidden_layers", "n_layer", "num_layers")
-    hidden = count("hidden_size", "n_embd", "d_model")
-    vocab = count("vocab_size")
-    heads = count("num_attention_heads", "n_head", required=False)
+    layers, hidden, vocab = facts.num_layers, facts.hidden_size, facts.vocab_size
+    if vocab is None:
+        raise ConfigError(
+            f"{prefix}vocab_size is missing: a model is built from its vocabulary size",
+            source=source,
+            field=prefix + "vocab_size",
+        )
+    heads = optional("num_attention_heads", "n_head")
     if layers > MAX_TARGET_LAYERS:
         raise ConfigError(
             f"{prefix}num_hidden_layers = {layers} is over the limit of {MAX_TARGET_LAYERS} "
@@ -216,7 +226,7 @@ def _check_sizes(data: dict[str, Any], source: str) -> int:
             source=source,
             field=prefix + "hidden_size",
         )
-    inter = count("intermediate_size", "n_inner", required=False)
+    inter = optional("intermediate_size", "n_inner")
     return vocab * hidden + layers * (4 * hidden * hidden + 3 * hidden * inter)
 
 

@@ -2,7 +2,7 @@
 
 Exit 0 when every serving system feeds what the drafter was trained on (and the drafter is
 coherent), 1 on any mismatch or an ambiguous reading, 2 on bad input. ``--json`` prints
-``CheckReport.to_dict()`` (``schema_version`` 1). torch is never imported unless ``--weights``
+``CheckReport.to_dict()`` (``schema_version`` 2). torch is never imported unless ``--weights``
 needs d2t/t2d values.
 """
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list:
         from eagle3_contracts.conventions.predict import TRAINER_DEFAULTS
-        from eagle3_contracts.conventions.releases import known_releases
+        from eagle3_contracts.conventions.release_table import known_releases
 
         for name in conventions.names():
             print(conventions.get(name).summary())

@@ -57,7 +57,7 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> dict[str, TensorInf
 
 def _one_header(file: Path) -> dict[str, TensorInfo]:
     src = str(file)
-    regular_file(file, what="weights file")  # a FIFO would block, /dev/zero never end (issue 12)
+    regular_file(file, what="weights file")  # a FIFO would block, /dev/zero never end
     try:
         with open(file, "rb") as fh:
             head = fh.read(8)

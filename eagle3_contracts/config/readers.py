@@ -196,7 +196,7 @@ def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any])
     if sizes is not data:
         sizes = _with_defaults(sizes, prefix, src, filled)
     num_layers = _first_int(sizes, _NUM_LAYERS_KEYS, src, prefix)
-    if num_layers > MAX_NUM_LAYERS:  # issue 12: a typo like 10**12 would loop over every layer
+    if num_layers > MAX_NUM_LAYERS:  # a typo like 10**12 would loop over every layer
         key = next(k for k in _NUM_LAYERS_KEYS if sizes.get(k) is not None)  # the key written
         raise ConfigError(
             f"{prefix}{key} = {num_layers} is over the limit of {MAX_NUM_LAYERS} "
@@ -279,7 +279,10 @@ def transformers_defaults(model_type: str) -> dict[str, Any] | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     name = model_type.replace("-", "_")
-    path = Path(spec.submodule_search_locations[0]) / "models" / name / f"configuration_{name}.py"
+    models = Path(spec.submodule_search_locations[0]) / "models"
+    # a text sub-config ("gemma3_text", Gemma3TextConfig) lives in its model's folder ("gemma3")
+    folder = name if (models / name).is_dir() else name.removesuffix("_text")
+    path = models / folder / f"configuration_{folder}.py"
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -346,7 +349,7 @@ def _load(obj: object, what: str) -> tuple[Mapping[str, Any], str]:
     if path.is_dir():
         path = path / "config.json"
         src = str(path)
-    # regular files only, size- and depth-bounded (a FIFO, /dev/zero, deep JSON): issue 12
+    # regular files only, size- and depth-bounded (a FIFO, /dev/zero, deep JSON)
     data = read_json_file(path, what=what)
     if not isinstance(data, dict):
         raise ConfigError(
@@ -385,7 +388,7 @@ def _ids(
             source=src,
             field=where,
         )
-    if len(value) > MAX_LAYER_IDS:  # issue 12: a million ids would take seconds per system
+    if len(value) > MAX_LAYER_IDS:  # a million ids would take seconds per system
         raise ConfigError(
             f"{where} lists {len(value)} layer ids, over the limit of {MAX_LAYER_IDS}; an "
             f"EAGLE-3 drafter reads a handful (3 or 4)",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagle3_contracts.config.readers import DraftConfig, TargetConfig
-from eagle3_contracts.conventions import predict
+from eagle3_contracts.conventions import predict, trainers
 from eagle3_contracts.conventions.predict import Feed
 
 
@@ -30,7 +30,7 @@ def answers(system: str) -> bool:
 def feed_for(system: str, draft: DraftConfig, target: TargetConfig) -> Feed:
     """What ``system`` feeds the drafter; for a trainer release (``specforge==0.2.0``), what it
     trained the drafter on (an engine release's answer is the same either way: its captures)."""
-    return predict.predict_training(system, dict(draft.raw), target)
+    return trainers.predict_training(system, dict(draft.raw), target)
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,8 @@ def _trainer_capture(
     0.2.0 pins ``sglang==0.5.14`` and hands its ids to that release's setter, per its probed
     table), so its ids mean what that release makes of them for the target's model file. The
     removed HF backend's element-wise reading is ``specforge-hf``."""
-    from eagle3_contracts.conventions.predict import TRAINER_DEFAULTS, trainer_release
+    from eagle3_contracts.conventions.predict import TRAINER_DEFAULTS
+    from eagle3_contracts.conventions.trainers import trainer_release
 
     trainer = TRAINER_DEFAULTS.get(key, key)
     try:

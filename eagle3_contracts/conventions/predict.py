@@ -31,9 +31,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from eagle3_contracts.conventions import releases
+from eagle3_contracts.conventions import release_table, releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
+from eagle3_contracts.conventions.release_table import (
+    EntryClass,
+    Framework,
+    Placement,
+    Reader,
+    ReleaseTable,
+    RunnerDefault,
+    SelectionRule,
+)
 from eagle3_contracts.errors import ContractError
 
 Kind = Literal["segments", "crash", "unsupported", "unknown"]
@@ -55,17 +64,17 @@ ALIASES: dict[str, str] = {
 """Older registry names that stand for one release (and runner)."""
 
 
-FC_WIDTH_SOURCES: dict[str, str] = {
-    "vllm": "vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 lines 209-221): "
+FC_WIDTH_SOURCES: dict[Framework, str] = {
+    Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 lines 209-221): "
     "num_aux_hidden_states, else len(eagle_config ids), else 3",
-    "sglang": "sglang/srt/models/llama_eagle3.py (0.5.14 lines 148-156, 0.5.23 lines 156-164): "
-    "num_aux_hidden_states, else len(eagle_config ids), else 3",
+    Framework.SGLANG: "sglang/srt/models/llama_eagle3.py (0.5.14 lines 148-156, 0.5.23 lines "
+    "156-164): num_aux_hidden_states, else len(eagle_config ids), else 3",
 }
 
-USE_AUX_SOURCES: dict[str, str] = {
-    "vllm": "vllm/model_executor/models/llama_eagle3.py (0.32.0 lines 179-183) and "
+USE_AUX_SOURCES: dict[Framework, str] = {
+    Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.32.0 lines 179-183) and "
     "v1/spec_decode/llm_base_proposer.py _get_eagle3_use_aux_hidden_state_from_config",
-    "sglang": "sglang/srt/model_executor/model_runner.py (0.5.14 lines 458-472); "
+    Framework.SGLANG: "sglang/srt/model_executor/model_runner.py (0.5.14 lines 458-472); "
     "model_runner_components/spec_aux_hidden_state.py (0.5.23 lines 187-196)",
 }
 
@@ -92,7 +101,7 @@ class TargetFacts(Protocol):
 TargetLike = Mapping[str, Any] | TargetFacts
 
 
-def _target(target_config: TargetLike) -> TargetFacts:
+def target_facts(target_config: TargetLike) -> TargetFacts:
     if isinstance(target_config, Mapping):
         # the one reader of target config.json files (torch-free; see tests/test_architecture.py)
         from eagle3_contracts.config.readers import read_target_config
@@ -210,7 +219,7 @@ def parse_serve(serve: str) -> ServeSpec:
 
 def newest_release(framework: str) -> str:
     """The newest probed release of an engine (what its unversioned name means)."""
-    known = releases.known_releases().get(framework)
+    known = release_table.known_releases().get(framework)
     if not known:
         raise ContractError(f"no probed releases of {framework}", field="serve_with")
     return known[-1]
@@ -240,7 +249,7 @@ def predict_feed(
             f"{type(draft_config).__name__}",
             field="draft_config",
         )
-    target = _target(target_config)
+    target = target_facts(target_config)
     assumptions: list[str] = []
     version = spec.version
     if version is None:
@@ -250,8 +259,9 @@ def predict_feed(
             f"{spec.framework}=={version}"
         )
     release = f"{spec.framework}=={version}"
-    if version not in releases.known_releases().get(spec.framework, ()):
-        known = ", ".join(releases.known_releases().get(spec.framework, ()))
+    probed = release_table.known_releases().get(spec.framework, ())
+    if version not in probed:
+        known = ", ".join(probed)
         return _unknown(
             release,
             spec.runner,
@@ -260,7 +270,7 @@ def predict_feed(
             f"eagle3_contracts.probe refresh --release {release}`",
             assumptions,
         )
-    table = releases.load_table(spec.framework, version)
+    table = release_table.load_table(spec.framework, version)
     ctx = _Context(spec, release, table, target, draft_config, assumptions)
     return ctx.run(explicit_ids)
 
@@ -278,7 +288,7 @@ class _Read:
 class _Context:
     spec: ServeSpec
     release: str
-    table: dict[str, Any]
+    table: ReleaseTable
     target: TargetFacts
     draft: Mapping[str, Any]
     assumptions: list[str]
@@ -293,21 +303,23 @@ class _Context:
         if isinstance(found, Feed):
             return found
         self.entry = found
-        row = self.table["classes"][found]
-        self.model_file = row["file"]
-        if self.spec.framework == "vllm":
+        row = self.table.classes[found]
+        self.model_file = row.file
+        if self.table.framework is Framework.VLLM:
             runner = self._runner()
             if isinstance(runner, Feed):
                 return runner
             self.runner = runner
-        problems = list(row["needs_reading"])
-        rule = row["selection"].get("rule")
-        if rule not in _RULES:
-            problems.append(f"selection rule {rule!r} is not one the predictor knows")
-        placement = _placement(self.table, row)
-        if placement is None or placement.get("boundary_minus_element") != 0:
-            problems.append(f"capture placement not boundary-exact: {row['placement']}")
-        if problems or placement is None:
+        problems = list(row.needs_reading)
+        rule = row.selection.rule
+        if rule is None:
+            problems.append(
+                f"selection rule {row.selection.rule_name!r} is not one the predictor knows"
+            )
+        placement = row.placement
+        if placement is None or not placement.boundary_exact:
+            problems.append(f"capture placement not boundary-exact: {row.placement_problem}")
+        if problems or placement is None or rule is None:
             return self._unknown("; ".join(problems), self._class_source(row))
         use_aux, use_aux_src = self._use_aux()
         if not use_aux:
@@ -332,28 +344,28 @@ class _Context:
             native, ids_source, reader_src, read_path = found_ids
         n = self.target.num_layers
         if native is None:
-            default = _DEFAULTS.get(row["selection"].get("default") or "")
+            default = row.selection.default
             if default is None:
                 return self._unknown(
-                    f"no-ids default {row['selection'].get('default')!r} unknown",
+                    f"no-ids default {row.selection.default_name!r} unknown",
                     self._class_source(row),
                 )
-            elements = default(n)
-            if rule == "sorted_set":
+            elements = default.elements(n)
+            if rule is SelectionRule.SORTED_SET:
                 elements = sorted(set(elements))
             self.notes.append(
                 f"no ids where {self.release} reads them ({reader_src}): its default "
-                f"{row['selection']['default']} = {elements} (loop indices / boundaries)"
+                f"{default.value} = {elements} (loop indices / boundaries)"
             )
         else:
-            elements = _RULES[rule](list(native), n)
+            elements = rule.elements(list(native), n)
         width_states = self._fc_width()
-        source = f"{self._class_source(row)}; {reader_src}; {_placement_source(placement)}"
+        source = f"{self._class_source(row)}; {reader_src}; {placement.describe()}"
         fed = _Read(native, ids_source, read_path)
-        inner_raises = row["selection"].get("inner_raises_on") or []
-        if inner_raises:
+        if row.selection.inner_raises_on:
             # the inner setter flags self.layers[e] (sglang 0.5.23 qwen2_moe.py:1153-1156):
-            # e >= L raises IndexError, a negative e flags layers[L + e] (observed, issue 15 D2)
+            # e >= L raises IndexError, a negative e flags layers[L + e] (observed running
+            # the release's qwen2_moe.py on CPU)
             if any(e >= n for e in elements):
                 self.notes.append(
                     f"the inner setter indexes self.layers[e] for e in {elements}: e >= {n} "
@@ -363,12 +375,12 @@ class _Context:
             elements = [e + n if e < 0 else e for e in elements]
         crash, collected = self._capture(elements, placement, n)
         state = STREAM
-        if placement.get("residual_dropped"):
+        if placement.residual_dropped:
             state = DELTA
             self.notes.append(
                 f"{self.model_file} stores hidden_states alone while its layers return the "
                 "residual separately: every segment but the embedding is the layer's delta, not "
-                f"the residual stream ({_placement_source(placement)})"
+                f"the residual stream ({placement.describe()})"
             )
         if crash is not None:
             return self._feed(
@@ -386,9 +398,10 @@ class _Context:
             )
         if len(canonical) != width_states:
             self.notes.append(
-                f"the drafter's fc takes {width_states} states ({FC_WIDTH_SOURCES[self.spec.framework]}), "
-                f"the target collects {len(canonical)}: shape error at the first speculative step"
-                + (_VLLM_CPU_FC if self.spec.framework == "vllm" else "")
+                f"the drafter's fc takes {width_states} states "
+                f"({FC_WIDTH_SOURCES[self.table.framework]}), the target collects "
+                f"{len(canonical)}: shape error at the first speculative step"
+                + (_VLLM_CPU_FC if self.table.framework is Framework.VLLM else "")
             )
             return self._feed(
                 "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
@@ -398,9 +411,9 @@ class _Context:
     def _fc_skipped(self, count: int) -> bool:
         """SGLang's EAGLE-3 drafter runs fc only when the feed is wider than its embedding
         (``llama_eagle3.py`` ``if hidden_states.shape[-1] != embeds.shape[-1]``: 0.5.12:218,
-        0.5.13:213, 0.5.14:214, 0.5.17:229, 0.5.23:238; issue 15 D4): a feed exactly as wide
+        0.5.13:213, 0.5.14:214, 0.5.17:229, 0.5.23:238; observed on CPU): a feed exactly as wide
         as the drafter's hidden size is consumed raw, silently."""
-        if self.spec.framework != "sglang" or count == 0:
+        if self.table.framework is not Framework.SGLANG or count == 0:
             return False
         hidden = self.draft.get("hidden_size")
         layer = self.draft.get("transformer_layer_config")
@@ -411,39 +424,39 @@ class _Context:
         self.notes.append(
             f"{count} state(s) of width {self.target.hidden_size} equal the drafter's hidden size "
             f"{hidden}: SGLang's llama_eagle3.py skips fc and reads the raw target state as its "
-            "output, with no error (issue 15 D4)"
+            "output, with no error (llama_eagle3.py: if hidden_states.shape[-1] != embeds.shape[-1])"
         )
         return True
 
     def _engine_crash(
-        self, elements: Sequence[int], collected: Sequence[int], placement: Mapping[str, Any]
+        self, elements: Sequence[int], collected: Sequence[int], placement: Placement
     ) -> str | None:
         """A crash in the target's own forward, before the drafter runs (SGLang)."""
-        if self.spec.framework != "sglang":
+        if self.table.framework is not Framework.SGLANG:
             return None
         if not collected:
             # the inner model returns the bare tensor when nothing was collected and the causal
             # LM unpacks it (0.5.23 llama.py:502-503 and 621; qwen2.py:579, qwen3.py:622,
-            # deepseek_v2.py:3419, gemma3_causal.py:785; 0.5.12 llama.py:534): issue 15 D1
+            # deepseek_v2.py:3419, gemma3_causal.py:785; 0.5.12 llama.py:534; observed on CPU)
             self.notes.append(
                 "nothing is collected: the target's forward returns a bare tensor that its "
                 "causal LM unpacks as (hidden, aux): ValueError at the first forward"
             )
             return "no-aux-states"
-        line = placement.get("count_checked_line")
+        line = placement.count_checked_line
         if line is not None and len(collected) < len(elements):
             self.notes.append(
                 f"{self.model_file}:{line} sizes its collector by len(layers_to_capture) = "
                 f"{len(elements)}; {len(collected)} collected: finalize() raises 'captured "
-                f"{len(collected)} of {len(elements)} aux hidden states' (issue 15 D3)"
+                f"{len(collected)} of {len(elements)} aux hidden states'"
             )
             return "aux-count-short"
         return None
 
     def _entry_class(self) -> str | Feed:
         table, target = self.table, self.target
-        archs: Mapping[str, str] = table["architectures"]
-        unsupported: Mapping[str, str] = table.get("unsupported_architectures", {})
+        archs = table.architectures
+        unsupported = table.unsupported_architectures
         for arch in target.architectures:
             wrapped = releases.WRAPPER_ARCHITECTURES.get(arch)
             if wrapped and wrapped in archs:
@@ -456,7 +469,7 @@ class _Context:
                 return self._feed_unsupported(
                     where,
                     f"{where}: {arch} is registered by {self.release} without EAGLE-3 support "
-                    f"({_why_unsupported(self.spec.framework)})",
+                    f"({_why_unsupported(table.framework)})",
                 )
         try:
             return releases.model_file_for(
@@ -482,27 +495,25 @@ class _Context:
         return self._unknown(
             f"{self.release} has no probed model file for {given}: the target's class is not "
             "in the release's registry table (give the target's config.json with architectures)",
-            f"goldens/registry/{self.spec.framework}-{self.table['version']}.json architectures",
+            f"{table.path} architectures",
         )
 
     def _runner(self) -> str | Feed:
-        rule = self.table.get("runner")
+        rule = self.table.runner
         if self.spec.runner:
-            if rule is not None and self.spec.runner not in rule.get("available", RUNNERS):
+            if rule is not None and self.spec.runner not in rule.available:
                 return self._unknown(
-                    f"{self.release} has no model runner {self.spec.runner}",
-                    rule.get("source", ""),
+                    f"{self.release} has no model runner {self.spec.runner}", rule.source
                 )
             return self.spec.runner
-        if rule is None:
+        if rule is None or rule.default is None:
             return self._unknown(
                 f"{self.release}: the default model runner was not probed (name it: "
                 f"'{self.release}:v1' or ':v2')",
-                f"goldens/registry/vllm-{self.table['version']}.json runner",
+                f"{self.table.path} runner",
             )
-        default = rule["default"]
-        if default == "v2-for-architectures":
-            archs = set(rule.get("v2_architectures", ()))
+        if rule.default is RunnerDefault.V2_FOR_ARCHITECTURES:
+            archs = rule.v2_architectures
             hit = [a for a in self.target.architectures if a in archs]
             moe = self.target.is_moe
             quant = self.target.quantized
@@ -514,9 +525,9 @@ class _Context:
                 + (", quantised" if quant else "")
             )
         else:
-            runner = default
-            why = rule.get("assumes", "")
-        said = "; ".join(part for part in (why, rule.get("source", "")) if part)
+            runner = rule.default.value
+            why = rule.assumes
+        said = "; ".join(part for part in (why, rule.source) if part)
         self.assumptions.append(
             f"runner {runner} (the release's default{': ' + said if said else ''}); name "
             f"another with '{self.release}:v1' or ':v2'"
@@ -528,18 +539,17 @@ class _Context:
         value = eagle.get("use_aux_hidden_state", True) if isinstance(eagle, Mapping) else True
         if value is False:
             return False, (
-                f"eagle_config.use_aux_hidden_state = false ({USE_AUX_SOURCES[self.spec.framework]})"
+                "eagle_config.use_aux_hidden_state = false "
+                f"({USE_AUX_SOURCES[self.table.framework]})"
             )
         return True, ""
 
-    def _reader(self) -> dict[str, Any] | None:
-        readers = self.table["id_source"]["readers"]
-        evaluated = [r for r in readers if "precedence" in r]
-        if self.spec.framework == "vllm":
+    def _reader(self) -> Reader | None:
+        want = ""
+        if self.table.framework is Framework.VLLM:
             want = "eagle3_utils.py" if self.runner == "v2" else "gpu_model_runner.py"
-            evaluated = [r for r in evaluated if str(r["file"]).endswith(want)]
-        found: dict[str, Any] | None = evaluated[0] if evaluated else None
-        return found
+        evaluated = self.table.evaluated_readers(want)
+        return evaluated[0] if evaluated else None
 
     def _read_ids(
         self,
@@ -549,17 +559,17 @@ class _Context:
             return self._unknown(
                 f"no evaluated draft-config reader for {self.release}"
                 + (f" runner {self.runner}" if self.runner else ""),
-                f"goldens/registry/{self.spec.framework}-{self.table['version']}.json id_source",
+                f"{self.table.path} id_source",
             )
-        where = f"{reader['file']}:{reader['line']} {reader['function']}"
-        precedence: list[str] = reader["precedence"]
+        where = reader.where
+        precedence = list(reader.precedence or ())
         read_path = precedence[0] if precedence else None
-        if self.spec.framework == "sglang":
+        if self.table.framework is Framework.SGLANG:
             return (*self._read_sglang(precedence, where), read_path)
         for path in precedence:
             value = _at(self.draft, path)
             if value and isinstance(value, (list, tuple)):
-                return _int_tuple(value, path), path, f"{where} reads {path}", read_path
+                return int_tuple(value, path), path, f"{where} reads {path}", read_path
         ignored = [p for p in (TOP, NESTED) if p not in precedence and _at(self.draft, p)]
         if ignored:
             self.notes.append(
@@ -576,7 +586,7 @@ class _Context:
             head, _, key = path.rpartition(".")
             section = self.draft.get(head) if head else self.draft
             if isinstance(section, Mapping) and key in section and section[key] is not None:
-                return _int_tuple(section[key], path), path, f"{where} reads {path}"
+                return int_tuple(section[key], path), path, f"{where} reads {path}"
         if _at(self.draft, TOP) and TOP not in precedence:
             self.notes.append(
                 f"the top-level {TOP} is ignored by {self.release} ({where} reads "
@@ -585,22 +595,20 @@ class _Context:
         return None, "default", f"{where} reads {' then '.join(precedence)}"
 
     def _capture(
-        self, elements: Sequence[int], placement: Mapping[str, Any], n: int
+        self, elements: Sequence[int], placement: Placement, n: int
     ) -> tuple[str | None, tuple[int, ...]]:
         """Boundaries collected (ascending, once each), or the crash the capture raises."""
-        spans = [_span(s, n) for s in placement.get("elements", [])]
         wanted = sorted(set(elements))
-        embedding = placement.get("embedding", "")
-        if 0 in wanted and embedding.startswith("raises"):
-            return f"loop index 0 asked: {embedding}", ()
+        if 0 in wanted and placement.embedding_raises:
+            return f"loop index 0 asked: {placement.embedding}", ()
         got = []
         for e in wanted:
-            if any(lo <= e <= hi for lo, hi in spans):
+            if placement.reaches(e, n):
                 got.append(e)
             else:
                 self.notes.append(
                     f"loop index / boundary {e} is never reached by {self.model_file} "
-                    f"(it captures {', '.join(placement.get('elements', []))} for L = {n}): "
+                    f"(it captures {', '.join(placement.elements)} for L = {n}): "
                     "silently not collected"
                 )
         if len(got) != len(elements):
@@ -620,8 +628,8 @@ class _Context:
         return len(ids) if ids else 3
 
     # -- results ----------------------------------------------------------------------------
-    def _class_source(self, row: Mapping[str, Any]) -> str:
-        chain = " -> ".join(row.get("chain", [])) or self.entry
+    def _class_source(self, row: EntryClass) -> str:
+        chain = " -> ".join(row.chain) or self.entry
         return f"{self.release} {chain}"
 
     def _feed(
@@ -686,12 +694,12 @@ def _unknown(
 _VLLM_CPU_FC = (
     " (F.linear raises on a GPU; the CPU build's onednn_mm, vllm-cpu 0.32.0 _custom_ops.py:"
     "3752-3762, raises, computes rows of uninitialised memory or aborts the engine depending on "
-    "tokens x states mod fc states: observed by the issue-11 engine suite)"
+    "tokens x states mod fc states: observed running the vLLM CPU build)"
 )
 
 
-def _why_unsupported(framework: str) -> str:
-    if framework == "vllm":
+def _why_unsupported(framework: Framework) -> str:
+    if framework is Framework.VLLM:
         return (
             "its class does not implement SupportsEagle3 (vllm/v1/worker/gpu/spec_decode/eagle/"
             "eagle3_utils.py set_eagle3_aux_hidden_state_layers raises 'Model does not support "
@@ -704,54 +712,6 @@ def _why_unsupported(framework: str) -> str:
     )
 
 
-# -- the vocabulary of the probe tables -------------------------------------------------------
-
-_RULES: dict[str, Any] = {
-    "identity": lambda ids, n: list(ids),
-    "plus_one": lambda ids, n: [v + 1 for v in ids],
-    "plus_one_if_first_is_one": lambda ids, n: (
-        [v + 1 for v in ids] if ids and ids[0] == 1 else list(ids)
-    ),
-    "identity_if_max_is_L_else_plus_one": lambda ids, n: (
-        list(ids) if ids and max(ids) == n else [v + 1 for v in ids]
-    ),
-    "sorted_set": lambda ids, n: sorted(set(ids)),
-}
-"""Probed selection rules (``probe.selection.SET_RULES``): explicit ids -> capture elements."""
-
-_DEFAULTS: dict[str, Any] = {
-    "2,L//2,L-3": lambda n: [2, n // 2, n - 3],
-    "1,L//2-1,L-4": lambda n: [1, n // 2 - 1, n - 4],
-    "3,L//2+1,L-2": lambda n: [3, n // 2 + 1, n - 2],
-}
-"""Probed no-ids defaults (``probe.selection.DEFAULT_RULES``), as capture elements."""
-
-
-def _placement(table: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any] | None:
-    ref = row["placement"]
-    if "ambiguous" in ref:
-        return None
-    summary = table["model_files"][ref["file"]]["placement"][ref["forward"]]
-    return {**summary, "file": ref["file"], "forward": ref["forward"]}
-
-
-def _placement_source(placement: Mapping[str, Any]) -> str:
-    lines = ", ".join(str(s["line"]) for s in placement.get("sites", []))
-    return f"capture in {placement['file']} {placement['forward']} (lines {lines})"
-
-
-def _span(text: str, n: int) -> tuple[int, int]:
-    lo, _, hi = text.partition("..")
-    return _bound(lo, n), _bound(hi or lo, n)
-
-
-def _bound(text: str, n: int) -> int:
-    text = text.strip()
-    if text.startswith("L"):
-        return n - int(text[2:]) if "-" in text else n
-    return int(text)
-
-
 def _at(data: Mapping[str, Any], path: str) -> Any:
     node: Any = data
     for part in path.split("."):
@@ -761,7 +721,7 @@ def _at(data: Mapping[str, Any], path: str) -> Any:
     return node
 
 
-def _int_tuple(value: Any, path: str) -> tuple[int, ...]:
+def int_tuple(value: Any, path: str) -> tuple[int, ...]:
     if not isinstance(value, (list, tuple)) or any(
         isinstance(v, bool) or not isinstance(v, int) for v in value
     ):
@@ -771,52 +731,7 @@ def _int_tuple(value: Any, path: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-# -- trainers ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TrainerRelease:
-    """How one trainer release resolves ids and which engine captures its training features,
-    as probed from its wheel (``goldens/registry/trainers/<name>-<version>.json``)."""
-
-    name: str  # "specforge==0.2.0"
-    backend: str  # "sglang"
-    engine: str  # the pinned capture engine, "sglang==0.5.14"
-    count: int  # exactly this many ids
-    distinct: bool  # duplicates refused
-    below_depth: bool  # ids >= num_hidden_layers refused
-    sources: tuple[str, ...]
-
-
-def trainer_release(name: str) -> TrainerRelease:
-    """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
-    framework, _, version = name.partition("==")
-    table = releases.load_trainer_table(framework, version)
-    resolver = table["resolver"]
-    if "needs_reading" in resolver or table["engine"]["release"] is None:
-        raise ContractError(
-            f"{name}: the probed table cannot back a prediction "
-            f"({resolver.get('needs_reading') or table['engine']['source']})",
-            field="trained_with",
-        )
-    refuses = set(resolver["refuses"])
-    count = 3 if {"two", "four"} <= refuses else 0
-    return TrainerRelease(
-        name=name,
-        backend=table["backends"]["default"],
-        engine=table["engine"]["release"],
-        count=count,
-        distinct="distinct" in table["offline_checks"],
-        below_depth="below_depth" in table["offline_checks"],
-        sources=(
-            f"{table['backends']['source']} target_backend: {table['backends']['values']}",
-            table["engine"]["source"],
-            f"{resolver['source']} {resolver['function']}: reads {resolver['reads']}, default "
-            f"{resolver['default']}, refuses {sorted(refuses)} (evaluated on the probe grid)",
-            *(f"{v} ({k})" for k, v in sorted(table["offline_checks"].items())),
-            f"{table['setter']['source']}: set_eagle3_layers_to_capture(explicit ids)",
-        ),
-    )
+# -- trainer names ----------------------------------------------------------------------------
 
 
 TRAINER_DEFAULTS: dict[str, str] = {"specforge": "specforge==0.2.0"}
@@ -832,88 +747,3 @@ def trainer_name(name: str) -> str | None:
     """``"specforge == 0.2.0"`` -> ``"specforge==0.2.0"``; ``None`` if ``name`` is no trainer."""
     key = name.replace(" ", "").strip()
     return key if key.partition("==")[0] in TRAINER_DEFAULTS else None
-
-
-def predict_training(
-    trained_with: str, draft_config: Mapping[str, Any], target_config: TargetLike
-) -> Feed:
-    """The canonical features a drafter was trained on, for a trainer release
-    (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
-    captures were the training data (``sglang==0.5.14``)."""
-    key = trainer_name(trained_with) or trained_with.strip()
-    assumptions: list[str] = []
-    if key in TRAINER_DEFAULTS:
-        assumptions.append(
-            f"unversioned {key!r} = its newest release {TRAINER_DEFAULTS[key]} with its "
-            "default (only) backend sglang"
-        )
-        key = TRAINER_DEFAULTS[key]
-    if key.partition("==")[0] not in TRAINER_DEFAULTS:
-        if is_engine(key):
-            return predict_feed(key, draft_config, target_config)
-        raise ContractError(
-            f"{trained_with!r} is not a trainer release; known: "
-            f"{', '.join(TRAINER_DEFAULTS.values())}",
-            field="trained_with",
-        )
-    trainer = trainer_release(key)
-    target = _target(target_config)
-    n = target.num_layers
-    eagle = draft_config.get("eagle_config")
-    ids = eagle.get(TOP) if isinstance(eagle, Mapping) else None
-    source = "; ".join(trainer.sources)
-    ids_source = NESTED if ids is not None else "default"
-    if ids is None:
-        ids = [1, n // 2 - 1, n - 4]
-        assumptions.append(f"no {NESTED}: {trainer.name}'s default [1, L//2-1, L-4] = {ids}")
-    ids = list(_int_tuple(ids, NESTED))
-    refused = []
-    if (trainer.count and len(ids) != trainer.count) or any(i < 0 for i in ids):
-        refused.append(f"needs exactly {trainer.count} non-negative ids, got {ids}")
-    if trainer.distinct and len(set(ids)) != len(ids):
-        refused.append(f"duplicate ids in {ids}")
-    if trainer.below_depth and any(i >= n for i in ids):
-        refused.append(f"ids {[i for i in ids if i >= n]} exceed the target depth {n}")
-    if refused:
-        return Feed(
-            kind="crash",
-            canonical=(),
-            width_states=None,
-            crash="trainer-refused",
-            release=trainer.name,
-            runner=None,
-            model_file="",
-            source=source,
-            assumptions=tuple(assumptions),
-            notes=(f"{trainer.name} refuses this config: {'; '.join(refused)}",),
-        )
-    captured = predict_feed(trainer.engine, draft_config, target_config, explicit_ids=ids)
-    kind, crash = captured.kind, captured.crash
-    # the engine sized its fc from the draft config; the trainer builds it for len(ids) states,
-    # so training crashes only when the capture holds another number of states
-    if crash == "fc-width-mismatch" and len(captured.canonical) == len(ids):
-        kind, crash = "segments", None
-    return Feed(
-        kind=kind,
-        canonical=captured.canonical,
-        width_states=len(ids) if captured.kind != "unknown" else None,
-        crash=crash,
-        release=trainer.name,
-        runner=None,
-        model_file=captured.model_file,
-        source=f"{source}; features captured by {captured.system}: {captured.source}",
-        assumptions=(
-            *assumptions,
-            f"training features = what {trainer.engine} captures for "
-            f"{captured.model_file or 'this target'} "
-            "(offline capture; the online path uses a patched SGLang 0.5.14 server assumed to "
-            "call the same setter)",
-            *captured.assumptions,
-        ),
-        native_ids=tuple(ids),
-        ids_source=ids_source,
-        entry_class=captured.entry_class,
-        notes=captured.notes,
-        state=captured.state,
-        read_path=NESTED,
-    )

@@ -1,8 +1,8 @@
 """Release-pinned conventions: ``"sglang==0.5.23"`` read from that release's probed code.
 
 Each supported (framework, release) has a table produced by ``python -m eagle3_contracts.probe
-refresh`` from the released wheel and shipped as package data (``conventions/data/*.json``, byte-equal
-to ``goldens/registry/*.json``). ``release_convention`` picks the target's model file from its
+refresh`` from the released wheel, shipped as package data and read through
+``conventions.release_table``. ``release_convention`` picks the target's model file from its
 ``architectures`` (the class names the engine registers) or ``model_type``, and turns that file's
 probed rule into a ``Convention``. The unversioned registry names are aliases of named releases
 (``ALIASES``); a test checks each alias behaves as its release on the probe grid.
@@ -10,25 +10,13 @@ probed rule into a ``Convention``. The unversioned registry names are aliases of
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
-from eagle3_contracts.conventions._entry import (
-    Convention,
-    Dedup,
-    DefaultRule,
-    Meaning,
-    OffsetRule,
-    PipelineParallel,
-    Role,
-)
+from eagle3_contracts.conventions._entry import Convention, PipelineParallel, Role
+from eagle3_contracts.conventions.release_table import EntryClass, ReleaseTable, load_table
 from eagle3_contracts.errors import ContractError
-
-FRAMEWORKS: dict[str, str] = {"sglang": "SGLang", "vllm": "vLLM"}
 
 
 @dataclass(frozen=True)
@@ -85,111 +73,33 @@ WRAPPER_ARCHITECTURES: dict[str, str] = {
 """Multimodal wrappers whose language model the engine builds at run time (vLLM's
 ``init_vllm_registered_model``): the probe cannot read that class statically, these can."""
 
-_RULES: dict[str, tuple[Meaning, OffsetRule]] = {
-    "plus_one": (Meaning.OUTPUT, OffsetRule.PLUS_ONE_ALWAYS),
-    "identity": (Meaning.BOUNDARY, OffsetRule.BOUNDARY),
-    "sorted_set": (Meaning.BOUNDARY, OffsetRule.BOUNDARY),
-    "plus_one_if_first_is_one": (Meaning.CONDITIONAL, OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE),
-    "identity_if_max_is_L_else_plus_one": (Meaning.CONDITIONAL, OffsetRule.LOOP_IF_MAX_IS_L),
-}
-"""Probed selection rule (ids -> capture-set elements) -> the registry's vocabulary, valid when
-the placement maps element e to boundary e (``boundary_minus_element == 0``)."""
-
-_DEFAULTS: dict[str, DefaultRule] = {"2,L//2,L-3": DefaultRule.BOUNDARIES_2_MID_LM3}
-
-
-# -- the shipped tables -----------------------------------------------------------------------
-
-
-def _data_dir() -> Any:
-    return resources.files("eagle3_contracts.conventions").joinpath("data")
-
-
-def known_releases() -> dict[str, tuple[str, ...]]:
-    """``{"sglang": ("0.5.5", ...), "vllm": (...)}`` for every shipped table, oldest first."""
-    found: dict[str, list[str]] = {}
-    for entry in _data_dir().iterdir():
-        name = entry.name
-        if name.endswith(".json") and "-" in name:
-            framework, version = name[: -len(".json")].split("-", 1)
-            found.setdefault(framework, []).append(version)
-    return {fw: tuple(sorted(vs, key=_version_key)) for fw, vs in sorted(found.items())}
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.replace("post", ".").split(".") if p.isdigit())
-
-
-@cache
-def load_table(framework: str, version: str) -> dict[str, Any]:
-    """The probed table of one release (``ContractError`` listing the known ones if absent)."""
-    known = known_releases()
-    if framework not in known:
-        raise ContractError(
-            f"no release tables for framework {framework!r}; known frameworks: "
-            f"{', '.join(known)} (e.g. 'sglang==0.5.23')",
-            field="convention",
-        )
-    if version not in known[framework]:
-        raise ContractError(
-            f"{framework}=={version} has not been probed; known {framework} releases: "
-            f"{', '.join(known[framework])}. Probe it with `python -m eagle3_contracts.probe "
-            f"refresh --release {framework}=={version}` (needs the package index)",
-            field="convention",
-        )
-    text = _data_dir().joinpath(f"{framework}-{version}.json").read_text(encoding="utf-8")
-    table: dict[str, Any] = json.loads(text)
-    return table
-
-
-@cache
-def load_trainer_table(framework: str, version: str) -> dict[str, Any]:
-    """The probed table of a trainer release (``data/trainers/specforge-0.2.0.json``)."""
-    path = _data_dir().joinpath("trainers").joinpath(f"{framework}-{version}.json")
-    if not path.is_file():
-        known = sorted(
-            e.name[: -len(".json")].replace("-", "==", 1)
-            for e in _data_dir().joinpath("trainers").iterdir()
-            if e.name.endswith(".json")
-        )
-        raise ContractError(
-            f"{framework}=={version} has not been probed; probed trainer releases: "
-            f"{', '.join(known)} (probe it with `python -m eagle3_contracts.probe refresh "
-            f"--release {framework}=={version}`, which needs the package index)",
-            field="trained_with",
-        )
-    table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return table
-
-
 # -- choosing the model file ------------------------------------------------------------------
 
 
 def model_file_for(
-    table: dict[str, Any], *, model_type: str | None = None, architectures: Sequence[str] = ()
+    table: ReleaseTable, *, model_type: str | None = None, architectures: Sequence[str] = ()
 ) -> str:
     """The entry-class key (``"deepseek_v2.py:DeepseekV3ForCausalLM"``) serving the target."""
-    release = f"{table['framework']}=={table['version']}"
-    archs = table["architectures"]
-    classes = table["classes"]
+    archs = table.architectures
     for arch in architectures:
         for name in (arch, WRAPPER_ARCHITECTURES.get(arch)):
             if name and name in archs:
                 key = archs[name]
-                if name == arch and _delegates(classes[key]) and arch in WRAPPER_ARCHITECTURES:
+                delegates = table.classes[key].selection.delegates_to is not None
+                if name == arch and delegates and arch in WRAPPER_ARCHITECTURES:
                     continue  # a wrapper whose language model is read through the map below
-                return str(key)
+                return key
     if model_type:
-        key = _main_key(classes, MODEL_TYPE_FILES.get(model_type, f"{model_type}.py"))
-        if key is not None:
-            return key
-    files = sorted({k.split(":", 1)[0] for k in classes})
+        main = _main_key(table.classes, MODEL_TYPE_FILES.get(model_type, f"{model_type}.py"))
+        if main is not None:
+            return main
+    files = sorted({k.split(":", 1)[0] for k in table.classes})
     given = ", ".join(
         ([f"architectures {list(architectures)}"] if architectures else [])
         + ([f"model_type {model_type!r}"] if model_type else [])
     )
     raise ContractError(
-        f"{release} has no probed model file for {given or 'an unknown target'}: pass the "
+        f"{table.release} has no probed model file for {given or 'an unknown target'}: pass the "
         f"target's config (architectures/model_type). Known architectures: "
         f"{', '.join(sorted(archs)[:40])}{' ...' if len(archs) > 40 else ''}; "
         f"model files: {', '.join(files)}",
@@ -197,11 +107,7 @@ def model_file_for(
     )
 
 
-def _delegates(row: dict[str, Any]) -> bool:
-    return "delegates_to" in row.get("selection", {})
-
-
-def _main_key(classes: dict[str, Any], file: str) -> str | None:
+def _main_key(classes: Mapping[str, EntryClass], file: str) -> str | None:
     """The entry class of model file ``file``: its ``...ForCausalLM`` when it has several."""
     keys = [k for k in classes if k.split(":", 1)[0] == file]
     causal = [k for k in keys if k.endswith("ForCausalLM")]
@@ -238,93 +144,75 @@ def alias_convention(name: str) -> Convention:
         )
     alias = ALIASES[name]
     table = load_table(alias.framework, alias.version)
-    key = _main_key(table["classes"], alias.model_file)
+    key = _main_key(table.classes, alias.model_file)
     assert key is not None, f"{alias.release} has no entry class in {alias.model_file}"
     return convention_from_table(table, key)
 
 
-def convention_from_table(table: dict[str, Any], key: str) -> Convention:
+def convention_from_table(table: ReleaseTable, key: str) -> Convention:
     """Turn one probed entry class of a release table into a ``Convention``."""
-    framework, version = table["framework"], table["version"]
-    release = f"{framework}=={version}"
-    row = table["classes"][key]
-    cls = key.split(":", 1)[1]
-    file = row["file"]  # the file whose rule applies (a wrapper's language-model file)
-    where = f"{release} {file} ({cls})"
-    selection = row["selection"]
-    placement = _placement(table, row)
-    problems = list(row["needs_reading"])
-    rule = selection.get("rule")
-    if rule not in _RULES:
-        problems.append(f"selection rule {rule!r} has no registry equivalent")
-    if placement.get("boundary_minus_element") != 0:
-        problems.append(
-            f"placement {placement.get('ambiguous') or placement} is not boundary-exact"
-        )
-    default = _DEFAULTS.get(selection.get("default") or "")
+    release = table.release
+    entry = table.classes[key]
+    where = f"{release} {entry.file} ({entry.class_name})"
+    selection = entry.selection
+    placement = entry.placement
+    problems = list(entry.needs_reading)
+    if selection.rule is None:
+        problems.append(f"selection rule {selection.rule_name!r} has no registry equivalent")
+    if placement is None or not placement.boundary_exact:
+        problems.append(f"placement not boundary-exact: {entry.placement_problem}")
+    default = selection.default.registry_default if selection.default else None
     if default is None:
-        problems.append(f"no-ids default {selection.get('default')!r} has no registry equivalent")
-    precedence = table["id_source"]["precedence"]
-    if not precedence:
+        problems.append(f"no-ids default {selection.default_name!r} has no registry equivalent")
+    if not table.precedence:
         problems.append("the draft-config reader needed reading (no evaluated precedence)")
-    if problems:
+    if problems or selection.rule is None or placement is None or default is None:
         raise ContractError(
             f"{where}: the probed code cannot back a convention: " + "; ".join(problems),
             field="convention",
         )
-    meaning, offset_rule = _RULES[rule]
-    embedding = placement["embedding"]
+    meaning, offset_rule = selection.rule.registry_rule
+    embedding = placement.embedding
     notes = [
-        f"Probed from the released wheel {table.get('wheel', {}).get('name', release)}: "
-        + " -> ".join(row["chain"]),
-        f"Ids read from {' then '.join(precedence)} "
-        f"({table['id_source'].get('precedence_from', '')}).",
-        f"Placement: {placement['file']} {placement['forward']}: "
+        f"Probed from the released wheel {table.wheel or release}: " + " -> ".join(entry.chain),
+        f"Ids read from {' then '.join(table.precedence)} ({table.precedence_from}).",
+        f"Placement: {placement.file} {placement.forward}: "
         + "; ".join(
-            f"{s['where']} tests {s['index']} and stores {s['value']} (line {s['line']})"
-            for s in placement["sites"]
+            f"{s.where} tests {s.index} and stores {s.value} (line {s.line})"
+            for s in placement.sites
         ),
     ]
-    if selection.get("raises_on"):
-        notes.append(f"The selection raises for grid cases {selection['raises_on']}.")
-    if selection.get("inner_raises_on"):
-        notes.append(f"The inner model's setter raises for {selection['inner_raises_on']}.")
+    if selection.raises_on:
+        notes.append(f"The selection raises for grid cases {list(selection.raises_on)}.")
+    if selection.inner_raises_on:
+        notes.append(f"The inner model's setter raises for {list(selection.inner_raises_on)}.")
     fields: dict[str, Any] = {
-        "name": f"{release}:{file}",
-        "system": f"{FRAMEWORKS.get(framework, framework)} {version}, {file} ({cls})",
+        "name": f"{release}:{entry.file}",
+        "system": f"{table.framework.label} {table.version}, {entry.file} ({entry.class_name})",
         "role": Role.ENGINE,
         "meaning": meaning,
         "offset_rule": offset_rule,
-        "id_paths": tuple(precedence),
+        "id_paths": table.precedence,
         "default": default,
         "concat_order": "ascending",
-        "dedup": Dedup.SORTED_SET if rule == "sorted_set" else Dedup.MEMBERSHIP,
+        "dedup": selection.rule.dedup,
         "embedding_reachable": embedding == "captured",
-        "last_output_reachable": bool(placement["last_output"]),
+        "last_output_reachable": placement.last_output,
         "pipeline_parallel": (
             PipelineParallel.LAST_STAGE_ONLY
-            if selection.get("last_rank_only")
+            if selection.last_rank_only
             else PipelineParallel.DEPENDS
         ),
         "notes": tuple(notes),
         "sources": (
-            f"{release} wheel {table.get('wheel', {}).get('name', '?')} "
-            f"sha256 {table.get('wheel', {}).get('sha256', '?')[:16]}",
-            f"goldens/registry/{framework}-{version}.json classes[{key!r}]",
+            f"{release} wheel {table.wheel or '?'} sha256 {(table.wheel_sha256 or '?')[:16]}",
+            f"{table.path} classes[{key!r}]",
         ),
         "release": release,
         "captures_before_layer": any(
-            s["where"] in ("before layer", "into layer") for s in placement["sites"]
+            s.where in ("before layer", "into layer") for s in placement.sites
         ),
-        "pp_split_rule": framework,
+        "pp_split_rule": table.framework.value,
         "embedding_caveat": "" if embedding == "captured" else embedding,
     }
     return Convention(**fields)
-
-
-def _placement(table: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
-    ref: dict[str, Any] = row["placement"]
-    if "ambiguous" in ref:
-        return ref
-    summary = table["model_files"][ref["file"]]["placement"][ref["forward"]]
-    return {**summary, "file": ref["file"], "forward": ref["forward"]}

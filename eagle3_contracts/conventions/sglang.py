@@ -38,7 +38,8 @@ _COMMON_NOTES = (
     "default silently. 0.5.23 sizes fc from nested-then-top-level ids: a top-level-only draft "
     "gets default layers with a width computed from its own list.",
     "Loop index 0 (the embedding) has residual None: the released layer loops append "
-    "hidden_states + None and fail (probe of the wheels, goldens/registry/sglang-*.json).",
+    "hidden_states + None and fail (probe of the wheels, "
+    "eagle3_contracts/conventions/data/sglang-*.json).",
     "Pipeline parallel: `if not self.pp_group.is_last_rank: return` and the loop covers "
     "[start_layer, end_layer): only layers on the last stage are captured.",
 )
@@ -104,7 +105,8 @@ SGLANG_GPT_OSS = Convention(
         "nvidia/gpt-oss-120b-Eagle3-v3 uses boundaries [24, 30, 36] with norm_before_fc.",
         "A list whose max is L asks for loop index L: the released gpt_oss.py of 0.5.17 "
         "captures after each layer and 0.5.23 once more after the stack, so the last layer's "
-        "pre-norm output is fed (probe of the wheels, goldens/registry/sglang-0.5.17.json).",
+        "pre-norm output is fed (probe of the wheels, "
+        "eagle3_contracts/conventions/data/sglang-0.5.17.json).",
         *_COMMON_NOTES,
     ),
     sources=(*_SOURCES, "sglang#32334"),

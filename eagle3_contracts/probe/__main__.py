@@ -1,9 +1,9 @@
 """``python -m eagle3_contracts.probe {refresh,check,bisect,table}``.
 
-refresh  probe releases (default: every known one) and write their tables to the goldens *and*
-         the package data (one source of truth, written twice, kept byte-equal by a test)
-check    probe releases and compare with the committed goldens; also probe the newest release
-         on the index (--new) and compare its behaviour with the newest golden of its framework;
+refresh  probe releases (default: every known one) and write their tables to the package data
+         (eagle3_contracts/conventions/data, the one copy the predictor reads)
+check    probe releases and compare with the package data; also probe the newest release on the
+         index (--new) and compare its behaviour with the newest shipped table of its framework;
          exit 1 on any difference (the drift alarm run by ``tox -e registry``)
 bisect   find the newest release whose draft-config reader behaves like an old one
 table    render the README table from the committed tables (offline)
@@ -18,13 +18,14 @@ import json
 import sys
 from pathlib import Path
 
+from eagle3_contracts.conventions.release_table import ReleaseTable, TrainerTable
 from eagle3_contracts.probe import fetch, render
 from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES, TRAINER_RELEASES, TRAINERS
 from eagle3_contracts.probe.tables import build_table, dumps
 from eagle3_contracts.probe.trainers import build_trainer_table
 
 PACKAGE_DATA = Path(__file__).resolve().parent.parent / "conventions" / "data"
-GOLDENS = Path("goldens") / "registry"
+"""The shipped tables: what refresh writes, check compares with and table renders."""
 
 
 def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -60,8 +61,12 @@ def _probe(framework: str, version: str, cache: Path) -> dict:
     root = fetch.fetch(spec, version, cache)
     print(f"probed {framework}=={version}", file=sys.stderr)
     if framework in TRAINERS:
-        return build_trainer_table(version, root)
-    return build_table(spec, version, root)
+        table = build_trainer_table(version, root)
+        TrainerTable.from_json(table)  # what is written reads through the typed model
+        return table
+    table = build_table(spec, version, root)
+    ReleaseTable.from_json(table)
+    return table
 
 
 def _folder(base: Path, framework: str) -> Path:
@@ -72,15 +77,14 @@ def _folder(base: Path, framework: str) -> Path:
 def cmd_refresh(args: argparse.Namespace) -> int:
     for framework, version in _releases(args):
         text = dumps(_probe(framework, version, args.cache))
-        for base in (args.goldens, PACKAGE_DATA):
-            folder = _folder(base, framework)
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{framework}-{version}.json").write_text(text)
+        folder = _folder(args.data, framework)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{framework}-{version}.json").write_text(text)
     return 0
 
 
-def _golden(goldens: Path, framework: str, version: str) -> dict | None:
-    path = goldens / f"{framework}-{version}.json"
+def _shipped(data: Path, framework: str, version: str) -> dict | None:
+    path = data / f"{framework}-{version}.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -89,21 +93,25 @@ def cmd_check(args: argparse.Namespace) -> int:
     for framework, version in _releases(args):
         label = f"{framework}=={version}"
         new = _probe(framework, version, args.cache)
-        old = _golden(_folder(args.goldens, framework), framework, version)
+        old = _shipped(_folder(args.data, framework), framework, version)
         if old is not None:
             problems += render.diff(old, json.loads(dumps(new)), label)
             continue
         known = sorted(
-            (p.stem.split("-", 1)[1] for p in args.goldens.glob(f"{framework}-*.json")),
+            (p.stem.split("-", 1)[1] for p in args.data.glob(f"{framework}-*.json")),
             key=fetch.version_key,
         )
         older = [v for v in known if fetch.version_key(v) < fetch.version_key(version)]
         if not older:
-            problems.append(f"{label}: no golden and no older golden to compare with")
+            problems.append(f"{label}: no shipped table and no older one to compare with")
             continue
-        base = _golden(args.goldens, framework, older[-1])
+        base = _shipped(args.data, framework, older[-1])
         assert base is not None
-        changes = render.diff(render.behaviour(base), render.behaviour(new), label)
+        changes = render.diff(
+            render.behaviour(ReleaseTable.from_json(base)),
+            render.behaviour(ReleaseTable.from_json(new)),
+            label,
+        )
         problems += changes or [f"{label}: new release, behaviour as {older[-1]} (add it)"]
     for line in problems:
         print(line)
@@ -120,8 +128,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
     def precedence(version: str) -> list[str] | None:
         try:
-            order: list[str] = _probe(spec.name, version, args.cache)["id_source"]["precedence"]
-            return order
+            return list(ReleaseTable.from_json(_probe(spec.name, version, args.cache)).precedence)
         except fetch.FetchError as exc:
             print(f"skip {version}: {exc}", file=sys.stderr)
             return None
@@ -145,7 +152,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 def cmd_table(args: argparse.Namespace) -> int:
     tables = [
-        json.loads((args.data / f"{fw}-{v}.json").read_text())
+        ReleaseTable.from_json(json.loads((args.data / f"{fw}-{v}.json").read_text()))
         for fw, versions in KNOWN_RELEASES.items()
         for v in versions
     ]
@@ -192,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--release", action="append", help="framework==version (repeatable)")
         p.add_argument("--new", action="store_true", help="also the newest release on the index")
         p.add_argument("--cache", type=Path, default=fetch.DEFAULT_CACHE)
-        p.add_argument("--goldens", type=Path, default=GOLDENS)
+        p.add_argument("--data", type=Path, default=PACKAGE_DATA, help="the tables' folder")
     p = sub.add_parser("bisect")
     p.add_argument("framework", choices=sorted(FRAMEWORKS))
     p.add_argument("--old", required=True, help="a release with the old behaviour")

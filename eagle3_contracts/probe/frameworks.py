@@ -116,7 +116,7 @@ SPECFORGE = FrameworkSpec(
 TRAINERS: dict[str, FrameworkSpec] = {SPECFORGE.name: SPECFORGE}
 
 TRAINER_RELEASES: dict[str, tuple[str, ...]] = {"specforge": ("0.2.0",)}
-"""Trainer releases with a committed table (``goldens/registry/trainers/``): SpecForge 0.2.0 is
+"""Trainer releases with a committed table (``conventions/data/trainers/``): SpecForge 0.2.0 is
 the PyPI release."""
 
 KNOWN_RELEASES: dict[str, tuple[str, ...]] = {

@@ -1,7 +1,7 @@
 """Read answers out of release tables: canonical layers fed, behaviour digests, diffs, README.
 
-Everything here reads committed tables only (no network): the README table and the drift
-comparison are generated from the same JSON the registry ships.
+Everything here reads tables through the typed model (``conventions.release_table``), never
+the network: the README table and the drift comparison come from the data the package ships.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from eagle3_contracts.probe.selection import DEFAULT_RULES
+from eagle3_contracts.conventions.release_table import Placement, ReleaseTable
 
 FEATURED: tuple[str, ...] = (
     "llama.py", "qwen3.py", "qwen3_moe.py", "deepseek_v2.py", "kimi_k25.py", "glm4_moe_lite.py",
@@ -26,69 +26,40 @@ DRAFTERS: tuple[tuple[str, int, str], ...] = (
 """README columns: (grid case, depth, label)."""
 
 
-def _span_contains(span: str, boundary: int, num_layers: int) -> bool:
-    """Whether ``boundary`` lies in a placement span (``"0..L-1"``, or one bound: ``"L"``)."""
-    lo, _, hi = span.partition("..")
-    return eval_bound(lo, num_layers) <= boundary <= eval_bound(hi or lo, num_layers)
+def placement_of(table: ReleaseTable, key: str) -> Placement | None:
+    """The capture placement of entry class ``key`` (None when none was found)."""
+    return table.classes[key].placement
 
 
-def eval_bound(text: str, num_layers: int) -> int:
-    """``"L-1"`` -> ``num_layers - 1`` (the placement vocabulary: ints, ``L``, ``L-k``)."""
-    text = text.strip()
-    if text.startswith("L"):
-        return num_layers - int(text[2:] or 0) if "-" in text else num_layers
-    return int(text)
-
-
-def placement_of(table: dict[str, Any], key: str) -> dict[str, Any] | None:
-    ref = table["classes"][key]["placement"]
-    if "ambiguous" in ref:
-        return None
-    placement: dict[str, Any] = table["model_files"][ref["file"]]["placement"][ref["forward"]]
-    return placement
-
-
-def elements_of(table: dict[str, Any], key: str, case: str, num_layers: int) -> Any:
-    """What the release's selection code stored for a grid case (list, or "raises X")."""
-    grid_from = table["classes"][key].get("grid_from")
-    if not grid_from:
-        return None
-    file, qual = grid_from.split(":", 1)
-    row = table["model_files"].get(file, {}).get("functions", {}).get(qual)
-    if row is None or "grid" not in row:
-        return None
-    return row["grid"][str(num_layers)].get(case)
-
-
-def canonical_fed(table: dict[str, Any], key: str, case: str, num_layers: int) -> str:
+def canonical_fed(table: ReleaseTable, key: str, case: str, num_layers: int) -> str:
     """Human answer: the canonical layers the release feeds for a grid case, or why none."""
-    row = table["classes"][key]
-    if row["needs_reading"] and not row["selection"].get("rule"):
+    row = table.classes[key]
+    if row.needs_reading and not row.selection.rule_name:
         return "needs reading"
+    elements: Any
     if case == "none":  # the no-ids default, whichever function supplies it
-        default = DEFAULT_RULES.get(row["selection"].get("default") or "")
-        elements = default(num_layers) if default else None
+        default = row.selection.default
+        elements = default.elements(num_layers) if default else None
     else:
-        elements = elements_of(table, key, case, num_layers)
-    placement = placement_of(table, key)
-    if elements is None or placement is None or "boundary_minus_element" not in placement:
+        elements = table.grid(row, case, num_layers)
+    placement = row.placement
+    if elements is None or placement is None or placement.boundary_minus_element is None:
         return "needs reading"
     if isinstance(elements, str):
         return elements
-    offset = placement["boundary_minus_element"]
     out = []
     for e in elements:
-        b = e + offset
-        if not any(_span_contains(s, b, num_layers) for s in placement["elements"]):
+        b = e + placement.boundary_minus_element
+        if not placement.reaches(b, num_layers):
             out.append(f"✗(b={b})")
-        elif b == 0 and placement["embedding"].startswith("raises"):
+        elif b == 0 and placement.embedding_raises:
             out.append("crash(-1)")
         else:
             out.append(str(b - 1))
     return ", ".join(out)
 
 
-def readme_table(tables: Iterable[dict[str, Any]]) -> str:
+def readme_table(tables: Iterable[ReleaseTable]) -> str:
     """The markdown table of which release and model file feeds a drafter which layers."""
     lines = [
         "| release | model files | reads ids from | "
@@ -97,13 +68,13 @@ def readme_table(tables: Iterable[dict[str, Any]]) -> str:
         "|---|---|---|" + "---|" * len(DRAFTERS),
     ]
     for table in tables:
-        release = f"{table['framework']} {table['version']}"
+        release = f"{table.framework.value} {table.version}"
         reads = " then ".join(
             p.replace("eagle_aux_hidden_state_layer_ids", "ids")
-            for p in (table["id_source"]["precedence"] or ["needs reading"])
+            for p in (table.precedence or ["needs reading"])
         )
         groups: dict[tuple[str, ...], list[str]] = {}
-        for key in table["classes"]:
+        for key in table.classes:
             answers = tuple(canonical_fed(table, key, case, n) for case, n, _ in DRAFTERS)
             groups.setdefault(answers, [])
             file = key.split(":", 1)[0]
@@ -128,19 +99,20 @@ def _featured(files: list[str]) -> bool:
 # -- behaviour digest and diffs ---------------------------------------------------------------
 
 
-def behaviour(table: dict[str, Any]) -> dict[str, Any]:
+def behaviour(table: ReleaseTable) -> dict[str, Any]:
     """The facts a release's users feel, without line numbers or hashes (for release-to-release
     comparison): per entry class rule, default, placement; the id precedence."""
-    out: dict[str, Any] = {"id_precedence": table["id_source"]["precedence"]}
-    for key, row in table["classes"].items():
-        placement = placement_of(table, key) or {}
+    out: dict[str, Any] = {"id_precedence": list(table.precedence)}
+    for key, row in table.classes.items():
+        placement = row.placement
         out[key] = {
-            "rule": row["selection"].get("rule"),
-            "default": row["selection"].get("default"),
-            "elements": placement.get("elements"),
-            "embedding": placement.get("embedding"),
-            "last_output": placement.get("last_output"),
-            "stores": sorted({s["value"] for s in placement.get("sites", [])}),
+            "rule": row.selection.rule_name,
+            "default": row.selection.default_name,
+            **(
+                placement.digest()
+                if placement
+                else {"elements": None, "embedding": None, "last_output": None, "stores": []}
+            ),
         }
     return out
 

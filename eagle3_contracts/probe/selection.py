@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eagle3_contracts.conventions.release_table import DefaultSelection, SelectionRule
 from eagle3_contracts.probe.stubs import make_self
 from eagle3_contracts.probe.whitelist import check_pure, compile_pure
 
@@ -38,24 +39,15 @@ def grid_ids(num_layers: int) -> dict[str, list[int] | None]:
 
 
 SET_RULES: dict[str, Callable[[list[int], int], list[int]]] = {
-    "identity": lambda ids, n: list(ids),
-    "plus_one": lambda ids, n: [v + 1 for v in ids],
-    "plus_one_if_first_is_one": lambda ids, n: (
-        [v + 1 for v in ids] if ids and ids[0] == 1 else list(ids)
-    ),
-    "identity_if_max_is_L_else_plus_one": lambda ids, n: (
-        list(ids) if ids and max(ids) == n else [v + 1 for v in ids]
-    ),
-    "sorted_set": lambda ids, n: sorted(set(ids)),
+    rule.value: rule.elements for rule in SelectionRule
 }
-"""Candidate rules: explicit ids -> capture-set elements."""
+"""Candidate rules: explicit ids -> capture-set elements (the release-table model's
+``SelectionRule``: a new rule is a new member there)."""
 
 DEFAULT_RULES: dict[str, Callable[[int], list[int]]] = {
-    "2,L//2,L-3": lambda n: [2, n // 2, n - 3],
-    "1,L//2-1,L-4": lambda n: [1, n // 2 - 1, n - 4],
-    "3,L//2+1,L-2": lambda n: [3, n // 2 + 1, n - 2],
+    default.value: default.elements for default in DefaultSelection
 }
-"""Candidate no-ids defaults, as capture-set elements."""
+"""Candidate no-ids defaults, as capture-set elements (``DefaultSelection``)."""
 
 SINK_ATTRS: tuple[str, ...] = ("layers_to_capture", "aux_hidden_state_layers")
 SINK_METHODS: tuple[str, ...] = (

@@ -342,7 +342,7 @@ def assert_capture_golden(record: Mapping[str, Any], golden: Any) -> None:
         or getattr(golden, "update_new_snapshots_only", False)
     ):
         # Compare without the right to write: syrupy then counts the golden as used (a refused
-        # write must not make the existing, correct golden "unused" and deleted, issue 12).
+        # write must not make the existing, correct golden "unused" and deleted).
         flags = ("update_snapshots", "update_new_snapshots_only")
         saved = {flag: getattr(golden, flag) for flag in flags if hasattr(golden, flag)}
         for flag in saved:

@@ -124,6 +124,42 @@ def test_transformers_5_class_constants(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert transformers_defaults("my-model") == T5_DEFAULTS
 
 
+TEXT_SUBCONFIG = """
+class ThingTextConfig:
+    model_type = "thing_text"
+    hidden_size: int = 8
+    num_hidden_layers: int = 5
+
+
+class ThingConfig:
+    model_type = "thing"
+    sub_configs = {"text_config": ThingTextConfig}
+"""
+
+
+def test_a_text_sub_config_is_found_in_its_models_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``thing_text`` (no folder of its own) is read from ``models/thing`` (as Gemma3TextConfig
+    lives in ``models/gemma3``); a folder of its own is preferred when it exists."""
+    fake_transformers(monkeypatch, tmp_path, thing=TEXT_SUBCONFIG)
+    assert transformers_defaults("thing_text") == {
+        "hidden_size": 8,
+        "num_hidden_layers": 5,
+        "__class__": "transformers ThingTextConfig",
+    }
+    assert transformers_defaults("other_text") is None
+
+
+def test_a_text_type_with_its_own_folder_reads_that_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    own = TEXT_SUBCONFIG.replace("num_hidden_layers: int = 5", "num_hidden_layers: int = 7")
+    fake_transformers(monkeypatch, tmp_path, thing=TEXT_SUBCONFIG, thing_text=own)
+    defaults = transformers_defaults("thing_text")
+    assert defaults is not None and defaults["num_hidden_layers"] == 7
+
+
 def test_the_model_type_must_match_exactly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """``my_model`` finds the same file as ``my-model`` but no class of that model_type."""
     fake_transformers(monkeypatch, tmp_path, my_model=T5_LAYOUT)

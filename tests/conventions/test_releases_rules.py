@@ -1,14 +1,12 @@
-"""``conventions.releases`` at its edges: which releases are known and in what order (the newest
-is what an unversioned name means), refusals naming the field and the accepted values, which
-model file a target's architectures or model_type pick, what each alias stands for, and how a
-probed table row becomes a ``Convention`` (or why it cannot).
+"""``conventions.releases`` at its edges: which model file a target's architectures or
+model_type pick, what each alias stands for, and how a probed table row becomes a
+``Convention`` (or why it cannot). The tables themselves: ``test_release_table.py``.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,136 +19,32 @@ from eagle3_contracts.conventions import (
     Role,
 )
 from eagle3_contracts.conventions import releases as R
-from eagle3_contracts.conventions.predict import newest_release
+from eagle3_contracts.conventions.release_table import ReleaseTable, load_table, read_json
 from eagle3_contracts.errors import ContractError
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
 
 
-# -- the shipped tables ----------------------------------------------------------------------------
-def test_known_releases_are_ordered_by_version_number_not_text() -> None:
-    known = R.known_releases()
-    assert list(known) == ["sglang", "vllm"]  # trainers/ is not a framework
-    assert known["sglang"][:3] == ("0.5.5", "0.5.12", "0.5.13")  # 0.5.5 before 0.5.12
-    assert known["sglang"][-1] == "0.5.23" and known["vllm"][-1] == "0.33.0"
-    assert {"0.21.0", "0.32.0"} <= set(known["vllm"])
-
-
-class _Listing:
-    """A data folder whose entries are listed in reverse name order (no order is promised)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def iterdir(self):
-        return iter(sorted(self.path.iterdir(), reverse=True))
-
-    def is_file(self) -> bool:
-        return self.path.is_file()
-
-    def joinpath(self, *parts: str):
-        sub = self.path.joinpath(*parts)
-        return _Listing(sub) if sub.is_dir() else sub
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    R.load_table.cache_clear()
-    R.load_trainer_table.cache_clear()
-    monkeypatch.setattr(R, "_data_dir", lambda: _Listing(tmp_path))
-    (tmp_path / "trainers").mkdir()
-    yield tmp_path
-    R.load_table.cache_clear()
-    R.load_trainer_table.cache_clear()
-
-
-def _write(folder: Path, name: str, table: dict | None = None) -> None:
-    (folder / name).write_text(json.dumps(table or {"name": name}), encoding="utf-8")
-
-
-def test_post_and_pre_releases_order_around_their_release(data_dir: Path) -> None:
-    for name in (
-        "vllm-0.9.0.json",
-        "sglang-0.5.10.post1.json",
-        "sglang-0.5.9.json",
-        "sglang-0.5.10.json",
-        "sglang-0.5.11rc1.json",  # "11rc1" is no number: orders as 0.5
-        "sglang-0.5.10post2.json",
-        "aaa-1.0-beta.json",  # split at the first "-" only
-        "notes.json",  # no "-": not a release table
-        "sglang-0.6.0.txt",  # not a table
-    ):
-        _write(data_dir, name)
-    assert R.known_releases() == {
-        "aaa": ("1.0-beta",),
-        "sglang": ("0.5.11rc1", "0.5.9", "0.5.10", "0.5.10.post1", "0.5.10post2"),
-        "vllm": ("0.9.0",),
-    }
-    assert list(R.known_releases()) == ["aaa", "sglang", "vllm"]
-    assert newest_release("sglang") == "0.5.10post2"  # what unversioned 'sglang' would mean
-    assert R.load_table("sglang", "0.5.10.post1") == {"name": "sglang-0.5.10.post1.json"}
-
-
-def test_an_unknown_framework_is_refused_naming_the_known_ones() -> None:
-    with pytest.raises(ContractError) as err:
-        R.load_table("tgi", "3.0")
-    assert err.value.field == "convention"
-    assert str(err.value) == (
-        "no release tables for framework 'tgi'; known frameworks: sglang, vllm "
-        "(e.g. 'sglang==0.5.23')"
-    )
-
-
-def test_an_unprobed_release_is_refused_naming_every_probed_one() -> None:
-    with pytest.raises(ContractError) as err:
-        R.load_table("vllm", "0.20.0")
-    assert err.value.field == "convention"
-    assert str(err.value) == (
-        "vllm==0.20.0 has not been probed; known vllm releases: 0.21.0, 0.22.0, 0.32.0, 0.33.0. "
-        "Probe it with `python -m eagle3_contracts.probe refresh --release vllm==0.20.0` "
-        "(needs the package index)"
-    )
-
-
-def test_a_probed_table_is_that_releases_table() -> None:
-    table = R.load_table("sglang", "0.5.12")
-    assert (table["framework"], table["version"]) == ("sglang", "0.5.12")
-    trainer = R.load_trainer_table("specforge", "0.2.0")
-    assert trainer["resolver"]["refuses"]
-
-
-def test_an_unprobed_trainer_release_is_refused_naming_the_probed_ones() -> None:
-    with pytest.raises(ContractError) as err:
-        R.load_trainer_table("specforge", "0.3.0")
-    assert err.value.field == "trained_with"
-    assert str(err.value) == (
-        "specforge==0.3.0 has not been probed; probed trainer releases: specforge==0.2.0 (probe "
-        "it with `python -m eagle3_contracts.probe refresh --release specforge==0.3.0`, which "
-        "needs the package index)"
-    )
-
-
-def test_the_trainer_list_names_each_table_once_as_a_release(data_dir: Path) -> None:
-    trainers = data_dir / "trainers"
-    _write(trainers, "specforge-0.2.0.json", {"resolver": "ok"})
-    _write(trainers, "eagle-1.0-rc1.json")
-    (trainers / "readme.txt").write_text("x", encoding="utf-8")
-    (trainers / "specforge-0.4.0.json").mkdir()  # a folder is no table
-    assert R.load_trainer_table("specforge", "0.2.0") == {"resolver": "ok"}
-    for version in ("0.3.0", "0.4.0"):
-        with pytest.raises(ContractError) as err:
-            R.load_trainer_table("specforge", version)
-        assert err.value.field == "trained_with"
-        assert (
-            "probed trainer releases: eagle==1.0-rc1, specforge==0.2.0, specforge==0.4.0 (probe"
-            in str(err.value)
-        )
-
-
 # -- choosing the model file -----------------------------------------------------------------------
-SG23 = R.load_table("sglang", "0.5.23")
-SG5 = R.load_table("sglang", "0.5.5")
-VL33 = R.load_table("vllm", "0.33.0")
+SG23 = load_table("sglang", "0.5.23")
+SG5 = load_table("sglang", "0.5.5")
+VL33 = load_table("vllm", "0.33.0")
+SG23_JSON = read_json("sglang", "0.5.23")
+
+
+def _tiny(architectures: dict[str, str], keys: list[str]) -> ReleaseTable:
+    """A release table holding only entry classes and their architectures."""
+    row = {"file": "", "placement": {"ambiguous": "-"}, "selection": {}}
+    return ReleaseTable.from_json(
+        {
+            "framework": "sglang",
+            "version": "9.9",
+            "architectures": architectures,
+            "classes": {k: {**row, "file": k.split(":")[0]} for k in keys},
+            "model_files": {},
+            "id_source": {"precedence": [], "readers": []},
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -183,7 +77,7 @@ VL33 = R.load_table("vllm", "0.33.0")
     ],
 )  # fmt: skip
 def test_the_model_file_follows_architectures_then_model_type(
-    table: dict, target: dict, key: str
+    table: ReleaseTable, target: dict, key: str
 ) -> None:
     assert R.model_file_for(table, **target) == key
 
@@ -230,29 +124,22 @@ def test_a_release_with_many_architectures_lists_the_first_forty() -> None:
     head, _, files = str(err.value).partition(" ...; model files: ")
     listed = head.split("Known architectures: ")[1].split(", ")
     assert len(listed) == 40 and listed == sorted(listed) and listed[0] == "AfmoeForCausalLM"
-    assert set(listed) < set(VL33["architectures"])
+    assert set(listed) < set(VL33.architectures)
     assert files.startswith("afmoe.py, ") and files.endswith(", teleflm.py")
 
 
 def test_a_row_without_a_probed_selection_is_its_own_model_file() -> None:
-    table = {
-        "framework": "sglang",
-        "version": "9.9",
-        "architectures": {"XForCausalLM": "x.py:XForCausalLM"},
-        "classes": {"x.py:XForCausalLM": {}},
-    }
+    table = _tiny({"XForCausalLM": "x.py:XForCausalLM"}, ["x.py:XForCausalLM"])
     assert R.model_file_for(table, architectures=["XForCausalLM"]) == "x.py:XForCausalLM"
 
 
 @pytest.mark.parametrize(("count", "more"), [(40, False), (41, True)])
 def test_the_known_architectures_are_listed_up_to_forty(count: int, more: bool) -> None:
     names = [f"A{i:02d}ForCausalLM" for i in range(count)]
-    table = {
-        "framework": "sglang",
-        "version": "9.9",
-        "architectures": {n: f"a.py:{n}" for n in reversed(names)},
-        "classes": {f"b.py:{n}": {} for n in names} | {f"a.py:{n}": {} for n in names},
-    }
+    table = _tiny(
+        {n: f"a.py:{n}" for n in reversed(names)},
+        [f"b.py:{n}" for n in names] + [f"a.py:{n}" for n in names],
+    )
     with pytest.raises(ContractError) as err:
         R.model_file_for(table)
     listed = ", ".join(names[:40]) + (" ..." if more else "")
@@ -347,7 +234,8 @@ def test_a_release_row_becomes_the_convention_of_that_release() -> None:
     )
     assert c.sources == (
         f"sglang==0.5.23 wheel {wheel} sha256 00b3cd5b265ac76c",
-        "goldens/registry/sglang-0.5.23.json classes['deepseek_v2.py:DeepseekV3ForCausalLM']",
+        "eagle3_contracts/conventions/data/sglang-0.5.23.json "
+        "classes['deepseek_v2.py:DeepseekV3ForCausalLM']",
     )
 
 
@@ -394,10 +282,10 @@ def test_a_wrapper_row_is_named_by_the_file_whose_rule_applies() -> None:
     assert c.notes[-1] == (
         "The inner model's setter raises for ['first_is_1_max_is_L', 'max_is_L', 'none']."
     )
-    assert c.sources[1] == f"goldens/registry/sglang-0.5.23.json classes[{key!r}]"
+    assert c.sources[1] == f"eagle3_contracts/conventions/data/sglang-0.5.23.json classes[{key!r}]"
     kimi = R.convention_from_table(SG23, "kimi_k25.py:KimiK25ForConditionalGeneration")
     assert kimi.name == "sglang==0.5.23:deepseek_v2.py"
-    wheel = SG23["wheel"]["name"]
+    wheel = SG23.wheel
     assert kimi.notes[0] == (
         f"Probed from the released wheel {wheel}: kimi_k25.py:KimiK25ForConditionalGeneration."
         "set_eagle3_layers_to_capture (line 928) -> deepseek_v2.py:DeepseekV2ForCausalLM."
@@ -406,8 +294,9 @@ def test_a_wrapper_row_is_named_by_the_file_whose_rule_applies() -> None:
     assert kimi.system == "SGLang 0.5.23, deepseek_v2.py (KimiK25ForConditionalGeneration)"
 
 
-def _edited(table: dict, key: str, **selection: object) -> dict:
-    out = copy.deepcopy(table)
+def _edited(key: str, **selection: object) -> dict[str, Any]:
+    """sglang 0.5.23's table as JSON, with ``key``'s selection updated."""
+    out = copy.deepcopy(SG23_JSON)
     out["classes"][key]["selection"].update(selection)
     return out
 
@@ -430,15 +319,15 @@ LLAMA_KEY = "llama.py:LlamaForCausalLM"
 def test_each_probed_rule_maps_to_the_registry_vocabulary(
     rule: str, meaning: Meaning, offset: OffsetRule, dedup: Dedup
 ) -> None:
-    c = R.convention_from_table(_edited(SG23, LLAMA_KEY, rule=rule), LLAMA_KEY)
+    c = R.convention_from_table(ReleaseTable.from_json(_edited(LLAMA_KEY, rule=rule)), LLAMA_KEY)
     assert (c.meaning, c.offset_rule, c.dedup) == (meaning, offset, dedup)
 
 
 def test_a_row_raising_on_grid_cases_and_at_the_last_rank_says_so() -> None:
     table = _edited(
-        SG23, LLAMA_KEY, raises_on=["max_is_L"], inner_raises_on=["none"], last_rank_only=False
+        LLAMA_KEY, raises_on=["max_is_L"], inner_raises_on=["none"], last_rank_only=False
     )
-    c = R.convention_from_table(table, LLAMA_KEY)
+    c = R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
     assert c.notes[3:] == (
         "The selection raises for grid cases ['max_is_L'].",
         "The inner model's setter raises for ['none'].",
@@ -446,53 +335,50 @@ def test_a_row_raising_on_grid_cases_and_at_the_last_rank_says_so() -> None:
     assert c.pipeline_parallel is PipelineParallel.DEPENDS
 
 
-def test_an_unknown_framework_and_a_table_without_a_wheel_still_cite_the_release() -> None:
-    table = copy.deepcopy(SG23)
-    table["framework"] = "tgi"
+def test_a_table_without_a_wheel_still_cites_the_release() -> None:
+    table = copy.deepcopy(SG23_JSON)
     del table["wheel"]
     del table["id_source"]["precedence_from"]
-    c = R.convention_from_table(table, LLAMA_KEY)
-    assert c.system == "tgi 0.5.23, llama.py (LlamaForCausalLM)"
-    assert (c.pp_split_rule, c.release) == ("tgi", "tgi==0.5.23")
-    assert c.notes[0].startswith("Probed from the released wheel tgi==0.5.23: llama.py:")
+    c = R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
+    assert c.system == "SGLang 0.5.23, llama.py (LlamaForCausalLM)"
+    assert (c.pp_split_rule, c.release) == ("sglang", "sglang==0.5.23")
+    assert c.notes[0].startswith("Probed from the released wheel sglang==0.5.23: llama.py:")
     assert c.sources == (
-        "tgi==0.5.23 wheel ? sha256 ?",
-        f"goldens/registry/tgi-0.5.23.json classes[{LLAMA_KEY!r}]",
+        "sglang==0.5.23 wheel ? sha256 ?",
+        f"eagle3_contracts/conventions/data/sglang-0.5.23.json classes[{LLAMA_KEY!r}]",
     )
     assert c.notes[1] == f"Ids read from {NESTED} ()."
 
 
 def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> None:
-    table = _edited(SG23, LLAMA_KEY, rule="reversed", default="3,L//2+1,L-2")
+    table = _edited(LLAMA_KEY, rule="reversed", default="3,L//2+1,L-2")
     table["classes"][LLAMA_KEY]["needs_reading"] = ["llama.py:10: call of 'f'"]
     table["id_source"]["precedence"] = []
     forward = table["classes"][LLAMA_KEY]["placement"]["forward"]
     table["model_files"]["llama.py"]["placement"][forward]["boundary_minus_element"] = 1
     with pytest.raises(ContractError) as err:
-        R.convention_from_table(table, LLAMA_KEY)
+        R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
     assert err.value.field == "convention"
     message = str(err.value)
     assert message.startswith(
         "sglang==0.5.23 llama.py (LlamaForCausalLM): the probed code cannot back a convention: "
         "llama.py:10: call of 'f'; selection rule 'reversed' has no registry equivalent; "
-        "placement {"
-    )
-    assert message.endswith(
-        "} is not boundary-exact; no-ids default '3,L//2+1,L-2' has no registry equivalent; "
+        "placement not boundary-exact: capture in llama.py LlamaModel.forward (lines 491): "
+        "boundary = element + 1; no-ids default '3,L//2+1,L-2' has no registry equivalent; "
         "the draft-config reader needed reading (no evaluated precedence)"
     )
 
 
 def test_an_ambiguous_placement_and_a_missing_default_are_named() -> None:
-    table = _edited(SG23, LLAMA_KEY, default=None)
+    table = _edited(LLAMA_KEY, default=None)
     table["classes"][LLAMA_KEY]["placement"] = {"ambiguous": "two decoder stacks"}
     with pytest.raises(ContractError) as err:
-        R.convention_from_table(table, LLAMA_KEY)
+        R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
     assert str(err.value) == (
         "sglang==0.5.23 llama.py (LlamaForCausalLM): the probed code cannot back a convention: "
-        "placement two decoder stacks is not boundary-exact; no-ids default None has no registry "
+        "placement not boundary-exact: two decoder stacks; no-ids default None has no registry "
         "equivalent"
     )
     del table["classes"][LLAMA_KEY]["selection"]["default"]
     with pytest.raises(ContractError, match=r"no-ids default None has no registry equivalent$"):
-        R.convention_from_table(table, LLAMA_KEY)
+        R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)

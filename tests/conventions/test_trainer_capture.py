@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts import conventions
-from eagle3_contracts.conventions.predict import predict_training
+from eagle3_contracts.conventions.trainers import predict_training
 from eagle3_contracts.errors import ContractError
 
 TARGETS = {

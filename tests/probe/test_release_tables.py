@@ -1,5 +1,5 @@
-"""The committed release tables: one source of truth, the transitions, and registry answers
-backed by probe results (offline: reads goldens/registry and the package data only)."""
+"""The shipped release tables: one copy (package data), the transitions, and registry answers
+backed by probe results (offline: reads the package data only)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_contracts.conventions.releases import (
-    ALIASES,
-    convention_from_table,
+from eagle3_contracts.conventions.release_table import (
+    Placement,
+    ReleaseTable,
+    SelectionRule,
     known_releases,
     load_table,
 )
+from eagle3_contracts.conventions.releases import ALIASES, convention_from_table
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import render
 from eagle3_contracts.probe.__main__ import HEADER, PACKAGE_DATA
@@ -22,23 +24,19 @@ from eagle3_contracts.probe.selection import GRID_LAYERS, grid_ids
 from eagle3_contracts.probe.tables import PROBE_FORMAT, dumps
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDENS = ROOT / "goldens" / "registry"
 RELEASES = [(fw, v) for fw, vs in KNOWN_RELEASES.items() for v in vs]
 
 
-def _rule(framework: str, version: str, key: str) -> str | None:
-    return load_table(framework, version)["classes"][key]["selection"].get("rule")
+def _rule(framework: str, version: str, key: str) -> SelectionRule | None:
+    return load_table(framework, version).classes[key].selection.rule
 
 
-def test_package_data_is_the_goldens_byte_for_byte():
-    golden = sorted(p.name for p in GOLDENS.glob("*.json"))
+def test_the_tables_live_once_as_package_data():
     shipped = sorted(p.name for p in PACKAGE_DATA.glob("*.json"))
-    assert golden == shipped == sorted(f"{fw}-{v}.json" for fw, v in RELEASES)
-    for name in golden:
-        assert (GOLDENS / name).read_bytes() == (PACKAGE_DATA / name).read_bytes(), (
-            f"{name}: package data and golden differ; run "
-            f"`python -m eagle3_contracts.probe refresh` (it writes both)"
-        )
+    assert shipped == sorted(f"{fw}-{v}.json" for fw, v in RELEASES)
+    assert not (ROOT / "goldens" / "registry").exists()  # no second copy to drift apart
+    for fw, v in RELEASES:  # every shipped table reads through the typed model
+        assert load_table(fw, v).path == f"eagle3_contracts/conventions/data/{fw}-{v}.json"
 
 
 def test_known_releases_match_the_probe_list():
@@ -47,7 +45,7 @@ def test_known_releases_match_the_probe_list():
 
 @pytest.mark.parametrize(("framework", "version"), RELEASES)
 def test_tables_are_stable_dumps_of_their_release(framework, version):
-    text = (GOLDENS / f"{framework}-{version}.json").read_text()
+    text = (PACKAGE_DATA / f"{framework}-{version}.json").read_text()
     table = json.loads(text)
     assert dumps(table) == text  # stable key order and layout: a refresh diff is behaviour only
     assert (table["framework"], table["version"]) == (framework, version)
@@ -58,60 +56,64 @@ def test_tables_are_stable_dumps_of_their_release(framework, version):
 
 def test_sglang_0_5_13_switches_deepseek_v2_and_glm4_moe_lite_only():
     for key in ("deepseek_v2.py:DeepseekV3ForCausalLM", "glm4_moe_lite.py:Glm4MoeLiteForCausalLM"):
-        assert _rule("sglang", "0.5.12", key) == "plus_one"
-        assert _rule("sglang", "0.5.13", key) == "plus_one_if_first_is_one"
+        assert _rule("sglang", "0.5.12", key) is SelectionRule.PLUS_ONE
+        assert _rule("sglang", "0.5.13", key) is SelectionRule.PLUS_ONE_IF_FIRST_IS_ONE
     for key in (
         "llama.py:LlamaForCausalLM",
         "qwen3.py:Qwen3ForCausalLM",
         "gpt_oss.py:GptOssForCausalLM",
     ):
-        assert _rule("sglang", "0.5.12", key) == _rule("sglang", "0.5.13", key) == "plus_one"
-    kimi = load_table("sglang", "0.5.23")["classes"]["kimi_k25.py:KimiK25ForConditionalGeneration"]
-    assert kimi["file"] == "deepseek_v2.py"  # the wrapper delegates to its DeepSeek-V3 model
-    assert kimi["selection"]["rule"] == "plus_one_if_first_is_one"
+        assert _rule("sglang", "0.5.12", key) is SelectionRule.PLUS_ONE
+        assert _rule("sglang", "0.5.13", key) is SelectionRule.PLUS_ONE
+    kimi = load_table("sglang", "0.5.23").classes["kimi_k25.py:KimiK25ForConditionalGeneration"]
+    assert kimi.file == "deepseek_v2.py"  # the wrapper delegates to its DeepSeek-V3 model
+    assert kimi.selection.rule is SelectionRule.PLUS_ONE_IF_FIRST_IS_ONE
 
 
 def test_sglang_0_5_17_switches_gpt_oss_and_reaches_the_last_output():
     key = "gpt_oss.py:GptOssForCausalLM"
-    assert _rule("sglang", "0.5.16", key) == "plus_one"
-    assert _rule("sglang", "0.5.17", key) == "identity_if_max_is_L_else_plus_one"
-    placement = render.placement_of(load_table("sglang", "0.5.17"), key)
-    assert placement["last_output"] is True
-    assert render.placement_of(load_table("sglang", "0.5.16"), key)["last_output"] is False
+    assert _rule("sglang", "0.5.16", key) is SelectionRule.PLUS_ONE
+    assert _rule("sglang", "0.5.17", key) is SelectionRule.IDENTITY_IF_MAX_IS_L_ELSE_PLUS_ONE
+    new = render.placement_of(load_table("sglang", "0.5.17"), key)
+    old = render.placement_of(load_table("sglang", "0.5.16"), key)
+    assert new is not None and new.last_output is True
+    assert old is not None and old.last_output is False
 
 
 def test_vllm_top_level_only_until_0_21_then_nested_fallback():
     nested = "eagle_config.eagle_aux_hidden_state_layer_ids"
     top = "eagle_aux_hidden_state_layer_ids"
-    assert load_table("vllm", "0.21.0")["id_source"]["precedence"] == [top]
-    assert load_table("vllm", "0.22.0")["id_source"]["precedence"] == [top, nested]
-    assert load_table("vllm", "0.33.0")["id_source"]["precedence"] == [top, nested]
-    answers = load_table("vllm", "0.21.0")["id_source"]["readers"][0]["answers"]
+    assert load_table("vllm", "0.21.0").precedence == (top,)
+    assert load_table("vllm", "0.22.0").precedence == (top, nested)
+    assert load_table("vllm", "0.33.0").precedence == (top, nested)
+    raw = json.loads((PACKAGE_DATA / "vllm-0.21.0.json").read_text())
+    answers = raw["id_source"]["readers"][0]["answers"]  # the probe's evidence, as written
     assert answers["nested_only"] == "absent"  # nested-only drafts silently get the default
 
 
 def test_vllm_0_33_sorts_and_dedups_except_in_deepseek_v2():
     table = load_table("vllm", "0.33.0")
-    assert table["classes"]["llama.py:LlamaForCausalLM"]["selection"]["rule"] == "sorted_set"
-    assert table["classes"]["deepseek_v2.py:DeepseekV3ForCausalLM"]["selection"]["rule"] == (
-        "identity"
-    )
+    assert table.classes["llama.py:LlamaForCausalLM"].selection.rule is SelectionRule.SORTED_SET
+    deepseek = table.classes["deepseek_v2.py:DeepseekV3ForCausalLM"]
+    assert deepseek.selection.rule is SelectionRule.IDENTITY
 
 
-def _fed_by_probe(table: dict, key: str, ids: list[int], case: str, n: int) -> frozenset | None:
+def _fed_by_probe(
+    table: ReleaseTable, key: str, ids: list[int], case: str, n: int
+) -> frozenset | None:
     """Canonical ids fed, read off the probe's own grid and placement (None: error/crash)."""
-    elements = render.elements_of(table, key, case, n)
-    placement = render.placement_of(table, key)
+    elements = table.grid(table.classes[key], case, n)
+    placement: Placement | None = render.placement_of(table, key)
     if not isinstance(elements, list) or placement is None:
         return None
-    offset = placement["boundary_minus_element"]
+    offset = placement.boundary_minus_element
+    assert offset is not None
     out = set()
     for e in elements:
         b = e + offset
-        spans = placement["elements"]
-        if not any(render._span_contains(s, b, n) for s in spans):
+        if not placement.reaches(b, n):
             return None
-        if b == 0 and placement["embedding"] != "captured":
+        if b == 0 and placement.embedding != "captured":
             return None
         out.add(b - 1)
     return frozenset(out)
@@ -121,7 +123,7 @@ def _fed_by_probe(table: dict, key: str, ids: list[int], case: str, n: int) -> f
 def test_every_registry_answer_is_backed_by_the_probe_grid(framework, version):
     table = load_table(framework, version)
     backed = 0
-    for key in table["classes"]:
+    for key in table.classes:
         try:
             convention = convention_from_table(table, key)
         except ContractError:

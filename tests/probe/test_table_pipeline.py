@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 from eagle3_contracts.conventions import OffsetRule
+from eagle3_contracts.conventions.release_table import ReleaseTable
 from eagle3_contracts.conventions.releases import convention_from_table
 from eagle3_contracts.probe import render
 from eagle3_contracts.probe.frameworks import SGLANG
@@ -44,7 +45,7 @@ def test_fake_release_builds_a_table_that_backs_a_convention(tmp_path):
     assert row["placement"] == {"file": "llama.py", "forward": "LlamaModel.forward"}
     assert table["architectures"] == {"LlamaForCausalLM": "llama.py:LlamaForCausalLM"}
     assert table["id_source"]["precedence"] == ["eagle_config.eagle_aux_hidden_state_layer_ids"]
-    convention = convention_from_table(table, "llama.py:LlamaForCausalLM")
+    convention = convention_from_table(ReleaseTable.from_json(table), "llama.py:LlamaForCausalLM")
     assert convention.offset_rule is OffsetRule.PLUS_ONE_ALWAYS
     assert convention.embedding_reachable is False  # hidden_states + None at loop index 0
     assert convention.to_canonical([1, 15, 28], 32) == (1, 15, 28)
@@ -58,5 +59,9 @@ def test_a_changed_rule_shows_as_a_diff_naming_release_file_and_rule(tmp_path):
         "self.model.layers_to_capture = list(layer_ids)",
     )
     new = build_table(SGLANG, "0.0.2", _tree(tmp_path / "new", changed))
-    lines = render.diff(render.behaviour(old), render.behaviour(new), "sglang==0.0.2")
+    lines = render.diff(
+        render.behaviour(ReleaseTable.from_json(old)),
+        render.behaviour(ReleaseTable.from_json(new)),
+        "sglang==0.0.2",
+    )
     assert lines == ["sglang==0.0.2 llama.py:LlamaForCausalLM/rule: 'plus_one' -> 'identity'"]

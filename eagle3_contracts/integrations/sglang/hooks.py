@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from eagle3_contracts.errors import ContractError, ContractViolation
+from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
 from eagle3_contracts.integrations.vllm.settings import Settings, read_settings
 from eagle3_contracts.integrations.vllm.verdict import (
     GuardVerdict,
@@ -84,6 +84,17 @@ def stream_of(output: Any, args: tuple[Any, ...] = ()) -> torch.Tensor | None:
         if isinstance(residual, torch.Tensor) and residual.shape == hidden.shape:
             return hidden + residual
     return None
+
+
+def _target_depth(target: Mapping[str, Any]) -> int | None:
+    """The target's depth as ``check`` reads it (``config.readers``: top level or a nested
+    language-model section); None when its config does not say."""
+    from eagle3_contracts.config.readers import read_target_config
+
+    try:
+        return read_target_config(target).num_layers
+    except ConfigError:
+        return None
 
 
 def sglang_release() -> str:
@@ -189,7 +200,7 @@ class Session:
                 "a decoder layer returned neither the stream nor (hidden, residual)",
                 field="forward_hooks",
             )
-        depth = target.get("num_hidden_layers")
+        depth = _target_depth(target)
         if depth is not None and depth != len(self.layers):
             raise ContractError(
                 f"recorded {len(self.layers)} decoder layers of {depth} (pipeline parallel "

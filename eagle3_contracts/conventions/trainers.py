@@ -1,0 +1,165 @@
+"""What a trainer release trained a drafter on: its probed id resolution, refusals and the
+engine release whose captures are its training features (``conventions/data/trainers/``).
+
+``predict_training("specforge==0.2.0", draft_config, target_config)`` resolves the ids as the
+trainer does (its default when the config has none; its refusals as a ``crash``), then asks the
+pinned capture engine (``predict.predict_feed(..., explicit_ids=ids)``) which layers it
+captures for the target's model file. An engine release named as the trainer answers as that
+engine (its captures were the training data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from eagle3_contracts.conventions import release_table
+from eagle3_contracts.conventions.hf import NESTED
+from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
+from eagle3_contracts.conventions.predict import (
+    TRAINER_DEFAULTS,
+    Feed,
+    TargetLike,
+    int_tuple,
+    is_engine,
+    predict_feed,
+    target_facts,
+    trainer_name,
+)
+from eagle3_contracts.conventions.release_table import DefaultSelection
+from eagle3_contracts.errors import ContractError
+
+
+@dataclass(frozen=True)
+class TrainerRelease:
+    """How one trainer release resolves ids and which engine captures its training features,
+    as probed from its wheel (``conventions/data/trainers/<name>-<version>.json``)."""
+
+    name: str  # "specforge==0.2.0"
+    backend: str  # "sglang"
+    engine: str  # the pinned capture engine, "sglang==0.5.14"
+    count: int  # exactly this many ids
+    distinct: bool  # duplicates refused
+    below_depth: bool  # ids >= num_hidden_layers refused
+    default: DefaultSelection  # its ids when the config has none (native: layer outputs)
+    sources: tuple[str, ...]
+
+
+def trainer_release(name: str) -> TrainerRelease:
+    """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
+    framework, _, version = name.partition("==")
+    table = release_table.load_trainer_table(framework, version)
+    if table.resolver_needs_reading or table.engine is None or table.default is None:
+        raise ContractError(
+            f"{name}: the probed table cannot back a prediction "
+            f"({table.resolver_needs_reading or table.engine_source or table.default_name})",
+            field="trained_with",
+        )
+    count = 3 if {"two", "four"} <= table.refuses else 0
+    return TrainerRelease(
+        name=name,
+        backend=table.backend,
+        engine=table.engine,
+        count=count,
+        distinct="distinct" in table.offline_checks,
+        below_depth="below_depth" in table.offline_checks,
+        default=table.default,
+        sources=(
+            f"{table.backends_source} target_backend: {list(table.backends)}",
+            table.engine_source,
+            f"{table.resolver_source} {table.resolver_function}: reads {table.reads}, default "
+            f"{table.default.value}, refuses {sorted(table.refuses)} (evaluated on the probe "
+            "grid)",
+            *(f"{v} ({k})" for k, v in sorted(table.offline_checks.items())),
+            f"{table.setter_source}: set_eagle3_layers_to_capture(explicit ids)",
+        ),
+    )
+
+
+def predict_training(
+    trained_with: str, draft_config: Mapping[str, Any], target_config: TargetLike
+) -> Feed:
+    """The canonical features a drafter was trained on, for a trainer release
+    (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
+    captures were the training data (``sglang==0.5.14``)."""
+    key = trainer_name(trained_with) or trained_with.strip()
+    assumptions: list[str] = []
+    if key in TRAINER_DEFAULTS:
+        assumptions.append(
+            f"unversioned {key!r} = its newest release {TRAINER_DEFAULTS[key]} with its "
+            "default (only) backend sglang"
+        )
+        key = TRAINER_DEFAULTS[key]
+    if key.partition("==")[0] not in TRAINER_DEFAULTS:
+        if is_engine(key):
+            return predict_feed(key, draft_config, target_config)
+        raise ContractError(
+            f"{trained_with!r} is not a trainer release; known: "
+            f"{', '.join(TRAINER_DEFAULTS.values())}",
+            field="trained_with",
+        )
+    trainer = trainer_release(key)
+    target = target_facts(target_config)
+    n = target.num_layers
+    eagle = draft_config.get("eagle_config")
+    ids = eagle.get(TOP) if isinstance(eagle, Mapping) else None
+    source = "; ".join(trainer.sources)
+    ids_source = NESTED if ids is not None else "default"
+    if ids is None:
+        ids = trainer.default.elements(n)
+        assumptions.append(
+            f"no {NESTED}: {trainer.name}'s default [{trainer.default.value.replace(',', ', ')}]"
+            f" = {ids}"
+        )
+    ids = list(int_tuple(ids, NESTED))
+    refused = []
+    if (trainer.count and len(ids) != trainer.count) or any(i < 0 for i in ids):
+        refused.append(f"needs exactly {trainer.count} non-negative ids, got {ids}")
+    if trainer.distinct and len(set(ids)) != len(ids):
+        refused.append(f"duplicate ids in {ids}")
+    if trainer.below_depth and any(i >= n for i in ids):
+        refused.append(f"ids {[i for i in ids if i >= n]} exceed the target depth {n}")
+    if refused:
+        return Feed(
+            kind="crash",
+            canonical=(),
+            width_states=None,
+            crash="trainer-refused",
+            release=trainer.name,
+            runner=None,
+            model_file="",
+            source=source,
+            assumptions=tuple(assumptions),
+            notes=(f"{trainer.name} refuses this config: {'; '.join(refused)}",),
+        )
+    captured = predict_feed(trainer.engine, draft_config, target_config, explicit_ids=ids)
+    kind, crash = captured.kind, captured.crash
+    # the engine sized its fc from the draft config; the trainer builds it for len(ids) states,
+    # so training crashes only when the capture holds another number of states
+    if crash == "fc-width-mismatch" and len(captured.canonical) == len(ids):
+        kind, crash = "segments", None
+    return Feed(
+        kind=kind,
+        canonical=captured.canonical,
+        width_states=len(ids) if captured.kind != "unknown" else None,
+        crash=crash,
+        release=trainer.name,
+        runner=None,
+        model_file=captured.model_file,
+        source=f"{source}; features captured by {captured.system}: {captured.source}",
+        assumptions=(
+            *assumptions,
+            f"training features = what {trainer.engine} captures for "
+            f"{captured.model_file or 'this target'} "
+            "(offline capture; the online path uses a patched SGLang 0.5.14 server assumed to "
+            "call the same setter)",
+            *captured.assumptions,
+        ),
+        native_ids=tuple(ids),
+        ids_source=ids_source,
+        entry_class=captured.entry_class,
+        notes=captured.notes,
+        state=captured.state,
+        read_path=NESTED,
+    )
