@@ -272,3 +272,28 @@ def test_diagnose_shows_its_steps_on_a_terminal_and_nothing_when_piped(
     code, shown = _on_a_terminal(*argv, "--seed", "7", "--json")
     assert code == 0 and not any(line.startswith("[") for line in shown.splitlines())
     assert json.loads(shown)["schema_version"] == 1
+
+
+@pytest.mark.hf
+def test_diagnose_two_dumps_without_a_claim_prints_the_fix(
+    tmp_path: Path, tiny_llama, make_dump
+) -> None:
+    """Without a claim each dump was checked against its own metadata: a serving dump one
+    layer early was OK and no fix was printed."""
+    model, ids = tiny_llama
+    model.config.to_json_file(tmp_path / "config.json")
+    train = make_dump(tmp_path, "t.safetensors", model, ids, (0, 2, 4), [0, 2, 4], "canonical")
+    serve = make_dump(tmp_path, "s.safetensors", model, ids, (-1, 1, 3), [0, 2, 4], "vllm")
+    argv = ("diagnose", "--dump", str(train), "--dump", str(serve))
+    target = ("--target", str(tmp_path / "config.json"), "--seed", "7")
+    done = run_entry(*argv, *target)
+    assert done.returncode == 1, done.stderr
+    assert "  fix: give vllm the ids [1, 3, 5] (they feed canonical [0, 2, 4])" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "result: MISMATCH (exit 1)"
+    data = json.loads(run_entry(*argv, *target, "--json").stdout)
+    assert data["schema_version"] == 1
+    assert data["dumps"][1]["fix_setting"] == {
+        "system": "vllm",
+        "field": "eagle_aux_hidden_state_layer_ids",
+        "ids": [1, 3, 5],
+    }
