@@ -1,9 +1,10 @@
 """How many intra-op threads torch work of ours uses on a shared machine.
 
 torch starts one intra-op thread per core. When other processes already keep those cores busy,
-the OpenMP pool's threads spin waiting for each other and a run collapses: ``demo`` took 51.9 s
-with torch's 2 default threads next to two busy processes on 2 cores, 7.6 s with
-``OMP_NUM_THREADS=1`` (measured side by side; ``benchmarks/cli_load_bench.py``). So our own
+the OpenMP pool's threads spin waiting for each other and a run collapses: on 2 cores at load
+average ~15, ``demo`` took 63.6 s with torch's 2 default threads and 24.4 s with one, measured
+side by side by ``benchmarks/cli_load_bench.py`` (167.2 s vs 101.6 s with two more busy
+processes). So our own
 torch work (``demo``, ``diagnose``, the engine guards' identification) uses at most the cores
 nobody else is running on, never fewer than one, never more than torch would. A user's own
 choice wins: with any of ``THREAD_VARIABLES`` set, nothing is changed.
