@@ -6,8 +6,9 @@ this file. Each fenced block is handled by its language:
 * ``python``: the file's blocks run in order in one namespace, with ``__name__ ==
   "__main__"``, in a scratch directory, under hypothesis's *default* profile (a reader's, not
   this repository's); every ``test_*`` function a block defines is then called.
-* ``console``: each ``$ eagle3-contracts ...`` line runs the installed console script; the
-  lines after it are its stdout, compared line by line (a line ``...`` skips any number of
+* ``console``: each ``$ eagle3-contracts ...`` line runs the installed console script in a
+  scratch directory holding the embedded examples (``kimi-k2.5/target.json``, ... as
+  ``eagle3_contracts/config/examples/`` ships them); the lines after it are its stdout, compared line by line (a line ``...`` skips any number of
   lines, ``...`` inside a line matches any text).
 * ``bash`` / ``sh`` / ``shell``: commands to run elsewhere (a GPU, the network, an engine):
   every ``eagle3-contracts`` command must parse with the real parser, every
@@ -31,6 +32,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +202,10 @@ def output_matches(expected: list[str], actual: list[str]) -> bool:
 
 @pytest.mark.parametrize("block", _params("console"))
 def test_console_examples_print_what_the_docs_show(block: Block, tmp_path: Path) -> None:
+    from eagle3_contracts.config import examples
+
+    for name in examples.names():
+        shutil.copytree(Path(examples.__file__).parent / name, tmp_path / name)
     for command, expected in _sessions(block):
         argv = shlex.split(command)
         assert argv[0] == "eagle3-contracts", f"{block.where}: only eagle3-contracts runs here"

@@ -77,17 +77,21 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.check import check_drafter
 
     if args.list:
-        from eagle3_contracts.conventions.predict import TRAINER_DEFAULTS
+        from eagle3_contracts.conventions.names import ALIASES, TRAINER_DEFAULTS
         from eagle3_contracts.conventions.release_table import known_releases
 
-        for name in conventions.names():
+        for name in conventions.REGISTRY:
             print(conventions.get(name).summary())
         for framework, versions in known_releases().items():
             print(
-                f"{framework} releases (probed; unversioned '{framework}' = {versions[-1]}): "
-                + ", ".join(versions)
+                f"{framework} releases (probed; unversioned '{framework}' = {versions[-1]}, "
+                f"the rule of the target's model file): " + ", ".join(versions)
             )
-        print("trainer releases: " + ", ".join(TRAINER_DEFAULTS.values()))
+        print("aliases: " + ", ".join(f"{a} = {r}" for a, r in ALIASES.items()))
+        print(
+            "trainer releases: "
+            + ", ".join(f"{r} (unversioned '{t}')" for t, r in TRAINER_DEFAULTS.items())
+        )
         print("examples: " + ", ".join(examples.names()))
         return 0
     draft, target, trained_with = args.draft, args.target, args.trained_with

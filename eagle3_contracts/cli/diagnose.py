@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--convention",
         metavar="NAME",
-        help="convention of --ids: 'canonical' or a registry name (sglang, specforge, ...)",
+        help="convention of --ids: 'canonical' or a system name (sglang==0.5.23, specforge, "
+        "specforge-hf, ...), resolved for --target's model file",
     )
     parser.add_argument(
         "--seed",
@@ -100,9 +101,9 @@ def _seed(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eagle3_contracts._io import read_bounded
     from eagle3_contracts.cli import UsageError, parse_ids
     from eagle3_contracts.cli._output import progress, start_torch_work
+    from eagle3_contracts.conventions.names import parse_convention
 
     if len(args.dump) > 2:
         raise UsageError(f"give one --dump, or two (training, serving); got {len(args.dump)}")
@@ -112,7 +113,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "--convention applies to --ids; a dump's own convention is in its metadata"
         )
+    if args.convention:
+        parse_convention(args.convention, field="convention")  # before any file is read
     ids = parse_ids(args.ids) if args.ids is not None else None
+    # every name and argument is checked above, before torch is imported or a model loads
+    from eagle3_contracts._io import read_bounded
+
     contract = None
     if args.contract:
         text = read_bounded(args.contract, what="--contract file")  # regular file, <= 16 MiB

@@ -44,22 +44,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--convention",
         metavar="NAME",
-        help="the ids are in this convention's numbering (a registry name, e.g. sglang, vllm); "
-        "default canonical (-1 = embedding, N = output of layer N)",
+        help="the ids are in this system's numbering (e.g. sglang==0.5.23, vllm, specforge-hf; "
+        "an engine or trainer name needs --target, whose model file picks the rule); default "
+        "canonical (-1 = embedding, N = output of layer N)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli import UsageError, parse_ids
+    from eagle3_contracts.conventions.names import parse_convention
     from eagle3_contracts.parallel.report import stages_report
 
     if args.num_layers is None and args.target is None:
         raise UsageError("give the target depth: --num-layers N or --target CONFIG")
+    if args.convention is not None:
+        parse_convention(args.convention, field="convention")  # before any file is read
+    model_type: str | None = None
+    architectures: tuple[str, ...] = ()
     if args.target is not None:
         from eagle3_contracts.config.readers import read_target_config
 
-        num_layers = read_target_config(args.target).num_layers
+        target = read_target_config(args.target)
+        num_layers = target.num_layers
+        model_type, architectures = target.model_type, target.architectures
     else:
         num_layers = args.num_layers
     report = stages_report(
@@ -69,5 +77,7 @@ def run(args: argparse.Namespace) -> int:
         pp_partition=args.pp_partition,
         pp_rule=args.pp_rule,
         convention=args.convention,
+        model_type=model_type,
+        architectures=architectures,
     )
     return emit(report, args.json)

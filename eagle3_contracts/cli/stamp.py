@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.trained_with or not args.target:
         raise UsageError("stamp needs --trained-with SYSTEM and --target CONFIG (or --show)")
+    from eagle3_contracts.conventions.names import parse_system
+
+    parse_system(args.trained_with, field="trained_with")  # before any file is read
     from pathlib import Path
 
     draft_path = Path(args.draft)

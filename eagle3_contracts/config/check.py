@@ -24,6 +24,7 @@ from eagle3_contracts.config.readers import (
     read_draft_config,
     read_target_config,
 )
+from eagle3_contracts.conventions.names import EngineSpec, SystemName, TrainerSpec, parse_system
 from eagle3_contracts.errors import ConfigError, ContractError
 from eagle3_contracts.layer_ids import check_num_layers
 
@@ -88,6 +89,8 @@ class CheckRow:
             return "none (see details)"
         if self.fix_native_ids is None:
             return "no native ids can fix it (see details)"
+        if self.fix_field is None:
+            return self.fix
         return f"{self.fix_field} = [{_ids(self.fix_native_ids)}]"
 
     @property
@@ -97,12 +100,14 @@ class CheckRow:
             return None
         if self.plan.read_path is not None:
             return self.plan.read_path
-        conv = self.plan.convention or conventions.get(self.system)
-        return conv.setting
+        if self.plan.convention is None:
+            return None
+        return self.plan.convention.setting
 
     def fix_setting(self) -> dict[str, Any] | None:
-        """The fix as data: ``{"system", "field", "ids"}`` (``None`` when no ids fix it)."""
-        if self.fix_native_ids is None or not self.findings:
+        """The fix as data: ``{"system", "field", "ids"}`` (``None`` when no ids fix it or no
+        field is known to hold them)."""
+        if self.fix_native_ids is None or not self.findings or self.fix_field is None:
             return None
         return {"system": self.system, "field": self.fix_field, "ids": list(self.fix_native_ids)}
 
@@ -314,7 +319,8 @@ def _answered_for(plan: CapturePlan) -> str:
     name the system column already shows; ``-`` for registry conventions."""
     if plan.release is None:
         return "-"
-    version = plan.release.split("==", 1)[1]
+    spec = parse_system(plan.release, field="release")
+    version = spec.version if isinstance(spec, (EngineSpec, TrainerSpec)) else None
     runner = f":{plan.runner}" if plan.runner else ""
     return f"{version}{runner} {plan.model_file or '(no model file)'}"
 
@@ -361,22 +367,26 @@ def check_drafter(
     """
     from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, trained_with_env
 
-    draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
-    target_cfg = _target(target, num_layers, hidden_size)
     notes: list[str] = []
     env_claim = None if trained_with else trained_with_env(environ)
-    if env_claim is not None and draft_cfg.raw.get(STAMP_KEY) is None:
-        trained_with = env_claim
-        notes.append(f"training claim: no stamp; {ENV_TRAINED_WITH}={env_claim}")
+    if env_claim is not None:
+        _check_name(env_claim, ENV_TRAINED_WITH)
     if isinstance(serve_with, str):
         serve_with = (serve_with,)
     systems = tuple(serve_with) or conventions.SERVING
     if not serve_with:
         notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
-    for name in (*systems, *([trained_with] if trained_with else [])):
-        _check_name(name, target_cfg)  # fail early, as one typed error, on an unknown name
+    for name in systems:
+        _check_name(name, "serve_with")  # fail early, as one typed error, on an unknown name
+    if trained_with:
+        _check_name(trained_with, "trained_with")
     for name in systems:
         _check_serving(name)
+    draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
+    target_cfg = _target(target, num_layers, hidden_size)
+    if env_claim is not None and draft_cfg.raw.get(STAMP_KEY) is None:
+        trained_with = env_claim
+        notes.append(f"training claim: no stamp; {ENV_TRAINED_WITH}={env_claim}")
 
     stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
     if stamped is not None:
@@ -495,28 +505,20 @@ def _stamp_plan(
 def check_system_name(name: str, *, serving: bool) -> None:
     """A typed error for a system name no one answers (or a trainer named to serve), checked
     before any config is read: what the pytest plugin validates once per session."""
-    _check_name(name, TargetConfig.from_sizes(1, 1))
+    _check_name(name, "serve_with" if serving else "trained_with")
     if serving:
         _check_serving(name)
 
 
-def _check_name(name: str, target: TargetConfig) -> None:
-    """A typed error naming the option for a system or trainer name no one answers."""
-    from eagle3_contracts.config import serving
-    from eagle3_contracts.conventions import predict
-
-    if serving.answers(name):
-        if predict.is_engine(name):
-            predict.parse_serve(name)
-        return
-    conventions.get(name, model_type=target.model_type, architectures=target.architectures)
+def _check_name(name: str, field: str) -> SystemName:
+    """The typed meaning of a system or trainer name; one typed error naming the option for a
+    name no one answers, before anything is read (``names.parse_system``)."""
+    return parse_system(name, field=field)
 
 
 def _check_serving(name: str) -> None:
     """A trainer release (``specforge==0.2.0``) trains drafters; it serves none."""
-    from eagle3_contracts.conventions import predict
-
-    if predict.trainer_name(name) is not None:
+    if isinstance(parse_system(name, field="serve_with"), TrainerSpec):
         raise ContractError(
             f"{name!r} is a trainer release: it trains drafters and serves none; give it as "
             f"--trained-with and name a serving engine release (e.g. 'sglang==0.5.23', "
@@ -560,11 +562,10 @@ def _partitions(
         return dict.fromkeys(systems, part)
     assert pp_size is not None
     out = {}
-    from eagle3_contracts.conventions import predict
-
     for name in systems:
-        if predict.is_engine(name):
-            rule = predict.parse_serve(name).framework  # the engine's own split rule
+        spec = parse_system(name, field="serve_with")
+        if isinstance(spec, EngineSpec):
+            rule = spec.framework  # the engine's own split rule
         else:
             rule = conventions.get(
                 name, model_type=target.model_type, architectures=target.architectures

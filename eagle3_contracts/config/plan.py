@@ -30,8 +30,9 @@ from eagle3_contracts.conventions import (
     DefaultRule,
     PipelineParallel,
     Validation,
-    predict,
+    releases,
 )
+from eagle3_contracts.conventions.names import EngineSpec, FixedReading, TrainerSpec, parse_system
 from eagle3_contracts.conventions.predict import Feed
 from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
 from eagle3_contracts.errors import ContractError
@@ -170,8 +171,10 @@ def resolve(
         if isinstance(target_config, TargetConfig)
         else read_target_config(target_config)
     )
-    if isinstance(system, str) and serving.answers(system):
-        return _release_plan(draft, target, system, partition)
+    if isinstance(system, str):
+        spec = parse_system(system, field="system")
+        if not isinstance(spec, FixedReading):
+            return _release_plan(draft, target, system, partition)
     conv = conventions.get(system, model_type=target.model_type, architectures=target.architectures)
     n = target.num_layers
     notes: list[str] = []
@@ -196,9 +199,8 @@ def resolve(
             notes.append(f"{conv.system} refuses this config at load: {refused}")
             non_canonical = ()
 
-    if -1 in ids and conv.embedding_caveat:
-        notes.append(f"embedding requested: {conv.embedding_caveat}")
-    ids, pp_dropped = _pipeline(conv, ids, n, partition, notes)
+    pp = _Pipeline(conv.pipeline_parallel, conv.captures_before_layer, conv.system)
+    ids, pp_dropped, unread = _pipeline(pp, ids, n, partition, notes)
     return CapturePlan(
         system=conv.name,
         layer_ids=ids,
@@ -212,11 +214,8 @@ def resolve(
         refused=refused,
         pp_dropped=pp_dropped,
         convention=conv,
+        kind="unknown" if unread else "segments",
     )
-
-
-_FAMILY_CONVENTION = {"sglang": "sglang", "vllm": "vllm"}
-"""Registry entry whose pipeline-parallel behaviour an engine release shares."""
 
 
 def _release_plan(
@@ -228,10 +227,10 @@ def _release_plan(
     feed = serving.feed_for(system, draft, target)
     notes = list(feed.notes)
     ids = feed.canonical
-    family = feed.release.split("==", 1)[0]
-    conv = conventions.get(_FAMILY_CONVENTION.get(family, "sglang"))
     # an unsupported or unknown row collects nothing: the partition is still checked
-    ids, pp_dropped = _pipeline(conv, ids, target.num_layers, partition, notes)
+    pp = _release_pipeline(feed)
+    ids, pp_dropped, unread = _pipeline(pp, ids, target.num_layers, partition, notes)
+    kind = "unknown" if unread and feed.kind in ("segments", "crash") else feed.kind
     return CapturePlan(
         system=system,
         layer_ids=ids,
@@ -244,9 +243,8 @@ def _release_plan(
         non_canonical=("final post-norm state",) if feed.final_state else (),
         refused=notes[-1] if feed.crash == "trainer-refused" else None,
         pp_dropped=pp_dropped,
-        convention=conv,
-        kind=feed.kind,
-        crash=feed.crash,
+        kind=kind,
+        crash=feed.crash if kind == feed.kind else None,
         release=feed.release,
         runner=feed.runner,
         model_file=feed.model_file or None,
@@ -381,42 +379,75 @@ def _capture(
     return tuple(kept)
 
 
+@dataclass(frozen=True)
+class _Pipeline:
+    """What a system does with states captured on earlier pipeline stages."""
+
+    behaviour: PipelineParallel
+    before_layer: bool  # captures layer N as layer N + 1 starts (on N + 1's stage)
+    system: str  # for notes: "vllm==0.21.0:v1 llama.py", "TensorRT-LLM"
+
+
+def _release_pipeline(feed: Feed) -> _Pipeline:
+    """The release's pipeline behaviour for the target's entry class, as probed: last-stage-only
+    when its setter reads ``self.pp_group.is_last_rank``; otherwise nothing was read that says
+    whether earlier stages' states reach the drafter."""
+    last_only = (
+        releases.last_stage_only(feed.release, feed.entry_class) if feed.entry_class else None
+    )
+    return _Pipeline(
+        PipelineParallel.LAST_STAGE_ONLY if last_only else PipelineParallel.DEPENDS,
+        _captures_before_layer(feed.release),
+        feed.system,
+    )
+
+
+def _captures_before_layer(release: str) -> bool:
+    """SGLang's loops capture layer N as layer N + 1 starts (``if i in self.layers_to_capture``
+    before layer i); vLLM's mixin records boundary idx + 1 after layer idx."""
+    spec = parse_system(release, field="release")
+    return isinstance(spec, (EngineSpec, TrainerSpec)) and spec.framework != "vllm"
+
+
 def _pipeline(
-    conv: Convention,
+    pp: _Pipeline,
     ids: tuple[int, ...],
     n: int,
     partition: LayerPartition | None,
     notes: list[str],
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
+) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """The ids that reach the drafter, those dropped, and whether that is unread (an id on an
+    earlier stage whose fate no code read decides: the row is unknown, never ok)."""
     if partition is None:
-        return ids, ()
+        return ids, (), False
     if partition.num_layers != n:
         raise ContractError(
             f"the pipeline partition covers {partition.num_layers} layers but the target has {n}",
             field="partition",
         )
     if partition.pp_size == 1:
-        return ids, ()
-    behaviour = conv.pipeline_parallel
+        return ids, (), False
     last = partition.pp_size - 1
-    before = conv.captures_before_layer
-    early = tuple(i for i in ids if partition.capturing_stage(i, before_layer=before) != last)
-    if behaviour is PipelineParallel.LAST_STAGE_ONLY:
+    early = tuple(
+        i for i in ids if partition.capturing_stage(i, before_layer=pp.before_layer) != last
+    )
+    if pp.behaviour is PipelineParallel.LAST_STAGE_ONLY:
         if early:
             notes.append(
-                f"pipeline parallel ({partition.describe()}): {conv.system} captures only on the "
+                f"pipeline parallel ({partition.describe()}): {pp.system} captures only on the "
                 f"last stage; {', '.join(describe(i, n) for i in early)} "
                 f"are captured on earlier stages and dropped"
             )
-        return tuple(i for i in ids if i not in early), early
-    if behaviour is PipelineParallel.DEPENDS and early:
+        return tuple(i for i in ids if i not in early), early, False
+    if pp.behaviour is PipelineParallel.DEPENDS and early:
         notes.append(
             f"pipeline parallel ({partition.describe()}): "
-            f"{', '.join(describe(i, n) for i in early)} are captured on "
-            f"earlier stages; whether they reach the drafter depends on the release (see the "
-            f"registry notes for {conv.name})"
+            f"{', '.join(describe(i, n) for i in early)} are captured on earlier stages; no "
+            f"code read says whether {pp.system} carries them to the drafter's stage: unknown, "
+            f"not ok"
         )
-    return ids, ()
+        return ids, (), True
+    return ids, (), False
 
 
 # -- compare ----------------------------------------------------------------------------
@@ -530,6 +561,14 @@ def _release_verdict(
     if served.kind == "unsupported":
         return (FindingKind.UNSUPPORTED, f"unsupported: {served.source}", (), None)
     if served.kind == "unknown":
+        if served.feed is None or served.feed.kind != "unknown":  # unread pipeline behaviour
+            return (
+                FindingKind.UNKNOWN,
+                f"unknown: no code read says whether {served.key} carries states captured on "
+                "earlier pipeline stages to the drafter",
+                (),
+                None,
+            )
         return (FindingKind.UNKNOWN, f"unknown: needs reading at {served.source}", (), None)
     if trained.refused or served.refused or trained.kind != "segments" or served.feed is None:
         return None
@@ -561,7 +600,7 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
     assert served.feed is not None and served.inputs is not None
     if trained.kind != "segments" or trained.refused:
         return None, f"no fix: the trained side is {trained.kind} ({trained.key})"
-    if predict.trainer_name(served.system) is not None:
+    if isinstance(parse_system(served.system, field="serve_with"), TrainerSpec):
         return None, f"no fix: {served.key} is a trainer release, not a serving engine"
     if trained.non_canonical or served.non_canonical:
         return None, (

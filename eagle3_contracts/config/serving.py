@@ -22,11 +22,6 @@ from eagle3_contracts.conventions import predict, trainers
 from eagle3_contracts.conventions.predict import Feed
 
 
-def answers(system: str) -> bool:
-    """Whether ``system`` is answered per release (an engine, or a trainer release)."""
-    return predict.is_trainer_release(system)
-
-
 def feed_for(system: str, draft: DraftConfig, target: TargetConfig) -> Feed:
     """What ``system`` feeds the drafter; for a trainer release (``specforge==0.2.0``), what it
     trained the drafter on (an engine release's answer is the same either way: its captures)."""

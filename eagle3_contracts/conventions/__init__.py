@@ -1,26 +1,25 @@
 """The convention registry: how each trainer, engine and format reads EAGLE-3 layer ids.
 
-``get(name)`` returns a frozen ``Convention`` (see ``_entry``); ``names()`` lists the registry.
-A name may carry a release, ``"sglang==0.5.23"``: it is resolved by
-``eagle3_contracts.conventions.releases.release_convention``. ``to_canonical``/``from_canonical``
-translate explicit ids between a convention and canonical ids (``eagle3_contracts.layer_ids``).
+``get(name, model_type=..., architectures=...)`` returns a frozen ``Convention`` (see
+``_entry``) for any system name (``names.parse_system``): a registry entry (``REGISTRY``, the
+same for every target), or an engine or trainer release, answered with that release's probed
+rule for the target's model file (``releases.release_convention``). ``to_canonical`` /
+``from_canonical`` translate explicit ids between a convention and canonical ids
+(``eagle3_contracts.layer_ids``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Sequence
 
 from eagle3_contracts.conventions import (
     eagle_reference,
     hf,
     modelopt,
-    sglang,
     specforge,
     speculators,
     trtllm,
-    vllm,
 )
 from eagle3_contracts.conventions._entry import (
     Convention,
@@ -33,20 +32,23 @@ from eagle3_contracts.conventions._entry import (
     Role,
     Validation,
 )
+from eagle3_contracts.conventions.names import (
+    SYSTEM_ORDER,
+    FixedReading,
+    TrainerSpec,
+    parse_system,
+)
 from eagle3_contracts.errors import ContractError
 
-_FAMILIES = (hf, specforge, eagle_reference, sglang, vllm, trtllm, speculators, modelopt)
+_FAMILIES = (hf, specforge, eagle_reference, trtllm, speculators, modelopt)
 REGISTRY: dict[str, Convention] = {c.name: c for m in _FAMILIES for c in m.ENTRIES}
+"""The readings that are the same for every target (``names.FIXED``); engines and trainers are
+answered per release and model file (``releases``, ``predict``)."""
 
 SERVING: tuple[str, ...] = ("sglang", "vllm", "trtllm")
 """Engines ``check`` serves with when no ``--serve-with`` is given: ``sglang`` and ``vllm`` are
 their newest probed releases (``conventions.predict``), answered for the target's model file
 and, for vLLM, the release's default model runner."""
-
-CONVENTION_RELEASES: dict[str, str] = {"speculators==0.9.0": "speculators"}
-"""Releases whose reading is exactly a registry entry, checked in that wheel (speculators 0.9.0
-``speculators/models/utils.py:99-139`` ``resolve_target_layer_ids``: default [2, L//2, L-3],
-distinct ids within [0, L], as boundaries)."""
 
 
 # The two readings of an id list when nobody says which trainer wrote it.
@@ -78,7 +80,6 @@ READINGS: dict[str, Convention] = {
 }
 
 __all__ = [
-    "CONVENTION_RELEASES",
     "READINGS",
     "REGISTRY",
     "SERVING",
@@ -99,8 +100,9 @@ __all__ = [
 
 
 def names() -> tuple[str, ...]:
-    """Registry names, in registry order."""
-    return tuple(REGISTRY)
+    """Every unversioned serving or reading name (registry entries and engine names), in the
+    registry table's order; ``names.known_names()`` adds trainers and the two readings."""
+    return SYSTEM_ORDER
 
 
 def get(
@@ -109,90 +111,66 @@ def get(
     model_type: str | None = None,
     architectures: Sequence[str] = (),
 ) -> Convention:
-    """The ``Convention`` called ``name``; ``"framework==version"`` resolves a release.
+    """The ``Convention`` a system name means (``names.parse_system``) for the target.
 
-    ``model_type``/``architectures`` (the target's) matter only for release names: SGLang's
-    rule depends on the target's model file.
+    A registry entry or reading (``specforge-hf``, ``output``) is the same for every target.
+    An engine name (``sglang``, ``sglang==0.5.23``, ``vllm-nested``) is its release's rule for
+    the target's model file, and a trainer (``specforge``) what its pinned engine release
+    captures for it: both need ``model_type``/``architectures`` (the target's) and are refused
+    without them, never answered with another model file's rule.
     """
     if isinstance(name, Convention):
         return name
-    if not isinstance(name, str):
+    spec = parse_system(name, field="convention")
+    if isinstance(spec, FixedReading):
+        return READINGS[spec.name] if spec.name in READINGS else REGISTRY[spec.name]
+    if isinstance(spec, TrainerSpec):
+        return _trainer_capture(spec, model_type, tuple(architectures))
+    if not model_type and not architectures:
         raise ContractError(
-            f"a convention is a name or a Convention, got {type(name).__name__}",
-            field="convention",
+            f"{spec.given!r} means "
+            + (spec.key if spec.version else f"the newest probed {spec.framework} release")
+            + ", whose rule depends on the target's model file: give the target (--target "
+            "CONFIG, its config's architectures/model_type)",
+            field="target",
         )
-    key = name.strip()
-    from eagle3_contracts.conventions import predict  # lazy: predict imports this package
+    from eagle3_contracts.conventions import releases
 
-    trainer = predict.trainer_name(key)
-    if trainer is not None:
-        return _trainer_capture(trainer, model_type, tuple(architectures))
-    key = CONVENTION_RELEASES.get(key.replace(" ", ""), key)
-    if key.split("==", 1)[0] in {v for v in CONVENTION_RELEASES.values()} and "==" in key:
-        known = ", ".join(CONVENTION_RELEASES)
-        raise ContractError(
-            f"{key!r} has not been checked; checked releases: {known} (or the unversioned "
-            f"{key.split('==', 1)[0]!r} entry)",
-            field="convention",
-        )
-    if key in REGISTRY:
-        return REGISTRY[key]
-    if key in READINGS:
-        return READINGS[key]
-    if "==" in key:
-        framework, _, version = (s.strip() for s in key.partition("=="))
-        # "vllm==0.32.0:v1" (the convention vLLM plugin dumps carry): the model runner changes
-        # which config field is read, not what an id means, so the release's rule applies
-        version = version.partition(":")[0].strip()
-        try:
-            releases = importlib.import_module(f"{__name__}.releases")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.releases":
-                raise
-            raise ContractError(
-                f"release-specific conventions ({key!r}) are not available in this install; "
-                f"use one of: {', '.join(REGISTRY)}",
-                field="convention",
-            ) from None
-        found: Convention = releases.release_convention(
-            framework, version, model_type=model_type, architectures=tuple(architectures)
-        )
-        return found
-    raise ContractError(
-        f"unknown convention {name!r}; known: {', '.join(REGISTRY)} "
-        f"(or 'framework==version', e.g. 'sglang==0.5.23')",
-        field="convention",
+    version = spec.version or releases.newest_release(spec.framework)
+    # the vLLM model runner changes which config field is read, not what an id means
+    return releases.release_convention(
+        spec.framework, version, model_type=model_type, architectures=tuple(architectures)
     )
 
 
 def _trainer_capture(
-    key: str, model_type: str | None, architectures: tuple[str, ...]
+    spec: TrainerSpec, model_type: str | None, architectures: tuple[str, ...]
 ) -> Convention:
     """A trainer release whose training features are what an engine release captures (SpecForge
     0.2.0 pins ``sglang==0.5.14`` and hands its ids to that release's setter, per its probed
     table), so its ids mean what that release makes of them for the target's model file. The
     removed HF backend's element-wise reading is ``specforge-hf``."""
-    from eagle3_contracts.conventions.predict import TRAINER_DEFAULTS
     from eagle3_contracts.conventions.trainers import trainer_release
 
-    trainer = TRAINER_DEFAULTS.get(key, key)
+    trainer = spec.release
     try:
         engine = trainer_release(trainer).engine
     except ContractError as exc:  # the name arrived as a convention: say so in the field
         raise ContractError(str(exc), field="convention") from None
     if not model_type and not architectures:
         raise ContractError(
-            f"{key!r} means {trainer}"
-            + (" (the newest probed release)" if "==" not in key else "")
+            f"{spec.given!r} means {trainer}"
+            + (" (the newest probed release)" if spec.version is None else "")
             + f", which captures through {engine}: what its ids mean depends on the target's "
-            f"model file. Pass the target (its config's model_type/architectures), or name "
-            f"'specforge-hf' for the removed HF backend's reading (ids = layer outputs)",
-            field="convention",
+            f"model file. Give the target (--target CONFIG, its config's "
+            f"architectures/model_type), or name 'specforge-hf' for the removed HF backend's "
+            f"reading (ids = layer outputs)",
+            field="target",
         )
     convention = get(engine, model_type=model_type, architectures=architectures)
     assumed = (
-        f"{key} = {trainer}"
-        + (" (unversioned: the newest probed release)" if "==" not in key else "")
+        f"{spec.key} = {trainer}"
+        + (" (unversioned: the newest probed release)" if spec.version is None else "")
         + f", whose training features are what {engine} captures for this target"
     )
     return dataclasses.replace(

@@ -66,6 +66,7 @@ class DefaultRule(str, Enum):
     REQUIRED = "none: ids are required"
     HARD_CODED = "boundaries (2, L//2, L-3), hard-coded"
     BOUNDARIES_2_MID_LM3 = "boundaries (2, L//2, L-3)"
+    BOUNDARIES_3_MIDP1_LM2 = "boundaries (3, L//2+1, L-2)"  # sglang 0.5.23 minimax_m3_vl.py
     OUTPUTS_1_MIDM1_LM4 = "outputs (1, L//2-1, L-4)"
     OUTPUTS_CLAMPED = "outputs (1, max(0, L//2-1), max(0, L-4)), deduplicated"
 
@@ -78,6 +79,8 @@ class DefaultRule(str, Enum):
             return (2, n // 2, n - 3)
         if self is DefaultRule.OUTPUTS_1_MIDM1_LM4:
             return (1, n // 2 - 1, n - 4)
+        if self is DefaultRule.BOUNDARIES_3_MIDP1_LM2:
+            return (3, n // 2 + 1, n - 2)
         return tuple(sorted({1, max(0, n // 2 - 1), max(0, n - 4)}))
 
     def boundaries(self, num_layers: int) -> tuple[int, ...] | None:
@@ -85,7 +88,12 @@ class DefaultRule(str, Enum):
         native = self.native(num_layers)
         if native is None:
             return None
-        shift = 0 if self in (DefaultRule.HARD_CODED, DefaultRule.BOUNDARIES_2_MID_LM3) else 1
+        boundary = (
+            DefaultRule.HARD_CODED,
+            DefaultRule.BOUNDARIES_2_MID_LM3,
+            DefaultRule.BOUNDARIES_3_MIDP1_LM2,
+        )
+        shift = 0 if self in boundary else 1
         return tuple(b + shift for b in native)
 
 

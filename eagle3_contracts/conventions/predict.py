@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol
 from eagle3_contracts.conventions import release_table, releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
+from eagle3_contracts.conventions.names import EngineSpec, engine_spec
 from eagle3_contracts.conventions.release_table import (
     EntryClass,
     Framework,
@@ -52,17 +53,6 @@ DELTA = "layer delta without the residual (boundaries >= 1)"
 FC_SKIPPED = "raw target state: the drafter skips its fc (the feed is as wide as its embedding)"
 """What the drafter's input holds: the residual stream (right), a layer's delta (a model file
 storing ``hidden_states`` alone in a fused-residual loop), or raw target states that bypass fc."""
-
-ENGINES: tuple[str, ...] = ("sglang", "vllm")
-RUNNERS: tuple[str, ...] = ("v1", "v2")
-
-ALIASES: dict[str, str] = {
-    "sglang-legacy": "sglang==0.5.12",
-    "sglang-gpt-oss": "sglang==0.5.17",
-    "vllm-nested": "vllm==0.33.0:v1",
-}
-"""Older registry names that stand for one release (and runner)."""
-
 
 FC_WIDTH_SOURCES: dict[Framework, str] = {
     Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 lines 209-221): "
@@ -108,20 +98,6 @@ def target_facts(target_config: TargetLike) -> TargetFacts:
 
         return read_target_config(target_config)
     return target_config
-
-
-@dataclass(frozen=True)
-class ServeSpec:
-    """A parsed serve name: engine, release (None = newest probed) and vLLM runner."""
-
-    framework: str
-    version: str | None
-    runner: str | None
-    given: str
-
-    @property
-    def label(self) -> str:
-        return self.given
 
 
 @dataclass(frozen=True)
@@ -173,63 +149,11 @@ class Feed:
         }
 
 
-# -- serve names ------------------------------------------------------------------------------
-
-
-def is_engine(name: str) -> bool:
-    """Whether ``name`` is answered per release (``sglang``, ``vllm==0.33.0:v1``, aliases)."""
-    key = name.strip()
-    key = ALIASES.get(key, key)
-    framework = key.split("==", 1)[0].split(":", 1)[0].strip().lower()
-    return framework in ENGINES
-
-
-def parse_serve(serve: str) -> ServeSpec:
-    """``"vllm==0.33.0:v1"`` -> ``ServeSpec("vllm", "0.33.0", "v1")``; typed error if malformed."""
-    if not isinstance(serve, str) or not serve.strip():
-        raise ContractError(
-            f"a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got {serve!r}",
-            field="serve_with",
-        )
-    given = serve.strip()
-    key = ALIASES.get(given, given)
-    head, colon, runner = key.partition(":")
-    framework, eq, version = (s.strip() for s in head.partition("=="))
-    framework = framework.lower()
-    if framework not in ENGINES:
-        raise ContractError(
-            f"{given!r}: release answers exist for {', '.join(ENGINES)} "
-            f"(e.g. 'sglang==0.5.23', 'vllm==0.33.0:v1')",
-            field="serve_with",
-        )
-    if eq and not version:
-        raise ContractError(f"{given!r}: no version after '=='", field="serve_with")
-    runner = runner.strip().lower()
-    if colon:
-        if framework != "vllm":
-            raise ContractError(
-                f"{given!r}: only vLLM has model runners (':v1' or ':v2')", field="serve_with"
-            )
-        if runner not in RUNNERS:
-            raise ContractError(
-                f"{given!r}: the runner is 'v1' or 'v2', got {runner!r}", field="serve_with"
-            )
-    return ServeSpec(framework, version or None, runner or None, given)
-
-
-def newest_release(framework: str) -> str:
-    """The newest probed release of an engine (what its unversioned name means)."""
-    known = release_table.known_releases().get(framework)
-    if not known:
-        raise ContractError(f"no probed releases of {framework}", field="serve_with")
-    return known[-1]
-
-
 # -- the prediction ---------------------------------------------------------------------------
 
 
 def predict_feed(
-    serve: str,
+    serve: str | EngineSpec,
     draft_config: Mapping[str, Any],
     target_config: TargetLike,
     *,
@@ -242,7 +166,7 @@ def predict_feed(
     ``ConfigError`` only for malformed input; a release, model file or code path the tables
     cannot answer gives ``kind="unknown"``.
     """
-    spec = parse_serve(serve)
+    spec = serve if isinstance(serve, EngineSpec) else engine_spec(serve, field="serve_with")
     if not isinstance(draft_config, Mapping):
         raise ContractError(
             f"draft_config must be a mapping (the drafter's config.json), got "
@@ -253,7 +177,7 @@ def predict_feed(
     assumptions: list[str] = []
     version = spec.version
     if version is None:
-        version = newest_release(spec.framework)
+        version = releases.newest_release(spec.framework)
         assumptions.append(
             f"unversioned {spec.framework!r} = the newest probed release "
             f"{spec.framework}=={version}"
@@ -286,7 +210,7 @@ class _Read:
 
 @dataclass
 class _Context:
-    spec: ServeSpec
+    spec: EngineSpec
     release: str
     table: ReleaseTable
     target: TargetFacts
@@ -373,6 +297,12 @@ class _Context:
                 )
                 return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
             elements = [e + n if e < 0 else e for e in elements]
+        if 0 in elements and placement.embedding == "needs reading":
+            return self._unknown(
+                f"loop index / boundary 0 (the embedding) asked: what {self.model_file} stores "
+                f"there needs reading ({placement.describe()})",
+                self._class_source(row),
+            )
         crash, collected = self._capture(elements, placement, n)
         state = STREAM
         if placement.residual_dropped:
@@ -729,21 +659,3 @@ def int_tuple(value: Any, path: str) -> tuple[int, ...]:
             f"{path} must be a list of integer layer ids, got {value!r}", field=path
         )
     return tuple(value)
-
-
-# -- trainer names ----------------------------------------------------------------------------
-
-
-TRAINER_DEFAULTS: dict[str, str] = {"specforge": "specforge==0.2.0"}
-"""Unversioned trainer names: the newest release, default backend."""
-
-
-def is_trainer_release(name: str) -> bool:
-    """Whether ``name`` is answered by ``predict_training`` (a trainer release or an engine)."""
-    return trainer_name(name) is not None or is_engine(name)
-
-
-def trainer_name(name: str) -> str | None:
-    """``"specforge == 0.2.0"`` -> ``"specforge==0.2.0"``; ``None`` if ``name`` is no trainer."""
-    key = name.replace(" ", "").strip()
-    return key if key.partition("==")[0] in TRAINER_DEFAULTS else None

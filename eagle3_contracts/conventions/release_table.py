@@ -110,7 +110,11 @@ class DefaultSelection(str, Enum):
     @property
     def registry_default(self) -> DefaultRule | None:
         """The registry's ``DefaultRule`` for these elements read as boundaries, if any."""
-        return DefaultRule.BOUNDARIES_2_MID_LM3 if self is DefaultSelection.TWO_MID_LM3 else None
+        if self is DefaultSelection.TWO_MID_LM3:
+            return DefaultRule.BOUNDARIES_2_MID_LM3
+        if self is DefaultSelection.THREE_MIDP1_LM2:  # sglang 0.5.23 minimax_m3_vl.py
+            return DefaultRule.BOUNDARIES_3_MIDP1_LM2
+        return None
 
 
 def _malformed(kind: str, exc: Exception) -> ContractError:

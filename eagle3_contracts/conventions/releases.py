@@ -4,56 +4,39 @@ Each supported (framework, release) has a table produced by ``python -m eagle3_c
 refresh`` from the released wheel, shipped as package data and read through
 ``conventions.release_table``. ``release_convention`` picks the target's model file from its
 ``architectures`` (the class names the engine registers) or ``model_type``, and turns that file's
-probed rule into a ``Convention``. The unversioned registry names are aliases of named releases
-(``ALIASES``); a test checks each alias behaves as its release on the probe grid.
+probed rule into a ``Convention``. What a name means (``sglang`` = the newest probed release,
+``vllm-nested`` = ``vllm==0.33.0:v1``) is decided once, in ``conventions.names``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from eagle3_contracts.conventions import release_table
 from eagle3_contracts.conventions._entry import Convention, PipelineParallel, Role
+from eagle3_contracts.conventions.names import EngineSpec, parse_system
 from eagle3_contracts.conventions.release_table import EntryClass, ReleaseTable, load_table
 from eagle3_contracts.errors import ContractError
 
 
-@dataclass(frozen=True)
-class Alias:
-    """An unversioned registry name pinned to a release and the model file whose rule it names."""
-
-    release: str  # "sglang==0.5.23"
-    model_file: str  # "deepseek_v2.py"
-    why: str
-
-    @property
-    def framework(self) -> str:
-        return self.release.split("==", 1)[0]
-
-    @property
-    def version(self) -> str:
-        return self.release.split("==", 1)[1]
+def newest_release(framework: str) -> str:
+    """The newest probed release of an engine (what its unversioned name means)."""
+    known = release_table.known_releases().get(framework)
+    if not known:
+        raise ContractError(f"no probed releases of {framework}", field="serve_with")
+    return known[-1]
 
 
-ALIASES: dict[str, Alias] = {
-    "sglang-legacy": Alias(
-        "sglang==0.5.12", "llama.py", "+1 always, before sglang#25454 (every model file)"
-    ),
-    "sglang": Alias(
-        "sglang==0.5.23",
-        "deepseek_v2.py",
-        "+1 only if ids[0] == 1 (sglang#25454): deepseek_v2.py and glm4_moe_lite.py only",
-    ),
-    "sglang-gpt-oss": Alias(
-        "sglang==0.5.17", "gpt_oss.py", "ids are loop indices when max(ids) == L (sglang#32334)"
-    ),
-    "vllm": Alias("vllm==0.21.0", "llama.py", "newest release reading only the top-level field"),
-    "vllm-nested": Alias(
-        "vllm==0.33.0", "llama.py", "top-level field, then the nested eagle_config (vllm#42764)"
-    ),
-}
-"""Unversioned names of the registry -> the release and model file they stand for."""
+def last_stage_only(release: str, entry_class: str) -> bool | None:
+    """Whether the entry class's setter captures only on the last pipeline rank (its probed
+    ``if not self.pp_group.is_last_rank``); ``None`` when the probe did not read it."""
+    spec = parse_system(release, field="release")
+    if not isinstance(spec, EngineSpec) or spec.version is None:
+        return None
+    entry = load_table(spec.framework, spec.version).classes.get(entry_class)
+    return entry.selection.last_rank_only if entry is not None else None
+
 
 MODEL_TYPE_FILES: dict[str, str] = {
     "deepseek_v2": "deepseek_v2.py",
@@ -132,20 +115,6 @@ def release_convention(
     framework = framework.strip().lower()
     table = load_table(framework, version.strip())
     key = model_file_for(table, model_type=model_type, architectures=tuple(architectures))
-    return convention_from_table(table, key)
-
-
-def alias_convention(name: str) -> Convention:
-    """The release-backed ``Convention`` an unversioned registry name stands for."""
-    if name not in ALIASES:
-        raise ContractError(
-            f"{name!r} is not an alias of a release; aliases: {', '.join(ALIASES)}",
-            field="convention",
-        )
-    alias = ALIASES[name]
-    table = load_table(alias.framework, alias.version)
-    key = _main_key(table.classes, alias.model_file)
-    assert key is not None, f"{alias.release} has no entry class in {alias.model_file}"
     return convention_from_table(table, key)
 
 

@@ -41,7 +41,7 @@ def _row(c: Convention, n: int) -> str:
 
 def markdown_table(num_layers: int = 61) -> str:
     """One row per registry entry, defaults evaluated for ``num_layers``."""
-    from eagle3_contracts.conventions import get, names
+    from eagle3_contracts.conventions import REGISTRY
 
-    rows = "\n".join(_row(get(name), num_layers) for name in names())
+    rows = "\n".join(_row(entry, num_layers) for entry in REGISTRY.values())
     return HEADER.format(n=num_layers) + rows + "\n"

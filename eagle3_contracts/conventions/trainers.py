@@ -17,15 +17,18 @@ from typing import Any
 from eagle3_contracts.conventions import release_table
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
-from eagle3_contracts.conventions.predict import (
+from eagle3_contracts.conventions.names import (
     TRAINER_DEFAULTS,
+    EngineSpec,
+    TrainerSpec,
+    parse_system,
+)
+from eagle3_contracts.conventions.predict import (
     Feed,
     TargetLike,
     int_tuple,
-    is_engine,
     predict_feed,
     target_facts,
-    trainer_name,
 )
 from eagle3_contracts.conventions.release_table import DefaultSelection
 from eagle3_contracts.errors import ContractError
@@ -48,8 +51,11 @@ class TrainerRelease:
 
 def trainer_release(name: str) -> TrainerRelease:
     """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
-    framework, _, version = name.partition("==")
-    table = release_table.load_trainer_table(framework, version)
+    spec = parse_system(name, field="trained_with")
+    if not isinstance(spec, TrainerSpec):
+        raise ContractError(f"{name!r} is not a trainer release", field="trained_with")
+    name = spec.release
+    table = release_table.load_trainer_table(spec.framework, spec.release_version)
     if table.resolver_needs_reading or table.engine is None or table.default is None:
         raise ContractError(
             f"{name}: the probed table cannot back a prediction "
@@ -83,22 +89,22 @@ def predict_training(
     """The canonical features a drafter was trained on, for a trainer release
     (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
     captures were the training data (``sglang==0.5.14``)."""
-    key = trainer_name(trained_with) or trained_with.strip()
-    assumptions: list[str] = []
-    if key in TRAINER_DEFAULTS:
-        assumptions.append(
-            f"unversioned {key!r} = its newest release {TRAINER_DEFAULTS[key]} with its "
-            "default (only) backend sglang"
-        )
-        key = TRAINER_DEFAULTS[key]
-    if key.partition("==")[0] not in TRAINER_DEFAULTS:
-        if is_engine(key):
-            return predict_feed(key, draft_config, target_config)
+    spec = parse_system(trained_with, field="trained_with")
+    if isinstance(spec, EngineSpec):
+        return predict_feed(spec, draft_config, target_config)
+    if not isinstance(spec, TrainerSpec):
         raise ContractError(
             f"{trained_with!r} is not a trainer release; known: "
             f"{', '.join(TRAINER_DEFAULTS.values())}",
             field="trained_with",
         )
+    assumptions: list[str] = []
+    if spec.version is None:
+        assumptions.append(
+            f"unversioned {spec.key!r} = its newest release {spec.release} with its "
+            "default (only) backend sglang"
+        )
+    key = spec.release
     trainer = trainer_release(key)
     target = target_facts(target_config)
     n = target.num_layers

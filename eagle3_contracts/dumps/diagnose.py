@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts._text import text_table
 from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.conventions.names import CANONICAL, parse_convention
 from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
 from eagle3_contracts.errors import ContractError, DumpError
 from eagle3_contracts.layer_ids import check_layer_id, describe, uniform_shift
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from eagle3_contracts.capture.targets import Target
     from eagle3_contracts.dumps.format import Dump
 
-CANONICAL = "canonical"
 """Convention name for ids that are already canonical and listed in concatenation order."""
 
 ROLES: tuple[str, str] = ("training", "serving")
@@ -84,7 +84,7 @@ def resolve_claim(
     concatenates (ascending for engines, list order for list-gathering trainers).
     """
     ids = tuple(ids)
-    if convention == CANONICAL:
+    if parse_convention(convention, field="convention") is None:
         expected = tuple(
             check_layer_id(n, num_layers, field=f"layer_ids[{i}]") for i, n in enumerate(ids)
         )
@@ -577,7 +577,7 @@ def _cause_and_fix(
         f"{list(own.expected)}), but {expected.basis} expects {list(expected.expected)}: the "
         f"two systems read these ids differently"
     )
-    if own.convention == CANONICAL:
+    if parse_convention(own.convention, field="convention") is None:
         return cause, None, None
     from eagle3_contracts import conventions
 

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from eagle3_contracts._io import load_json, regular_file
-from eagle3_contracts.errors import DumpError, one_line
+from eagle3_contracts.conventions.names import parse_convention
+from eagle3_contracts.errors import ContractError, DumpError, one_line
 from eagle3_contracts.layer_ids import MAX_LAYER_IDS
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ INPUT_IDS_NAME = "input_ids"
 METADATA_KEYS: dict[str, str] = {
     "format": f"the dump format, {FORMAT!r}",
     "layer_ids": "JSON list of the claimed layer ids, one per segment, in concatenation order",
-    "convention": "the convention those ids are written in (e.g. 'canonical', 'sglang==0.5.23')",
+    "convention": "the convention of those ids: canonical or a system name (e.g. 'sglang==0.5.23')",
     "system": "what captured the states (e.g. 'training: SpecForge HF backend')",
     "dtype": "dtype of the captured states (float32, float16, bfloat16)",
     "hidden_size": "width H of one captured state",
@@ -190,6 +191,7 @@ def _check_write_claim(
     ids = _check_claim(layer_ids, source)
     if not isinstance(convention, str) or not convention:
         raise DumpError("convention must be a non-empty string, e.g. 'canonical'", source=source)
+    _check_convention(convention, source, "convention")
     if not isinstance(system, str) or not system:
         raise DumpError(
             "system must be a non-empty string saying who captured the states", source=source
@@ -561,7 +563,16 @@ def _check_metadata(
     for key in ("convention", "system"):
         if not meta[key].strip():
             raise DumpError(f"metadata {key} is empty ({METADATA_KEYS[key]})", source=source)
+    _check_convention(meta["convention"], source, "metadata convention")
     return layer_ids, names, layout, hidden_size
+
+
+def _check_convention(convention: str, source: str, what: str) -> None:
+    """A dump's convention is ``canonical`` or a system name (``names.parse_system``)."""
+    try:
+        parse_convention(convention, field="convention")
+    except ContractError as exc:
+        raise DumpError(f"{what} {exc} (or 'canonical')", source=source) from None
 
 
 def _check_layout(layout: str, source: str) -> Layout:

@@ -10,10 +10,12 @@ the last stage, ids owned by earlier stages are lost for real: exit code 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from eagle3_contracts._text import text_table
+from eagle3_contracts.conventions import Convention
+from eagle3_contracts.conventions.names import CANONICAL, parse_convention
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, check_num_layers, describe
 from eagle3_contracts.parallel.partition import (
@@ -22,8 +24,6 @@ from eagle3_contracts.parallel.partition import (
     PipelineRisks,
     pipeline_risks,
 )
-
-CANONICAL = "canonical"
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class StagesReport:
     behaviour: str | None  # the convention's pipeline-parallel behaviour, if any
     lost: tuple[int, ...]  # canonical ids this convention's engine really loses
     behaviour_notes: tuple[str, ...] = ()  # the convention's notes on pipeline parallelism
+    conv: Convention | None = field(default=None, repr=False, compare=False)  # as resolved
 
     @property
     def exit_code(self) -> int:
@@ -147,10 +148,8 @@ class StagesReport:
     def _remedies(self) -> str:
         """What a user can do about ids lost to last-stage-only capture: another split (when
         one exists), another engine release, or no pipeline parallelism."""
-        from eagle3_contracts import conventions
-
-        conv = conventions.get(self.convention)
-        shift = 1 if conv.captures_before_layer else 0
+        assert self.conv is not None  # lost ids come from a convention
+        shift = 1 if self.conv.captures_before_layer else 0
         first = max(0, min(n + shift for n in self.lost))  # the last stage must start here
         partition, pp = self.partition, self.partition.pp_size
         options = []
@@ -180,14 +179,22 @@ def stages_report(
     pp_partition: str | Sequence[int] | None = None,
     pp_rule: str | None = None,
     convention: str | None = None,
+    model_type: str | None = None,
+    architectures: Sequence[str] = (),
 ) -> StagesReport:
-    """Resolve the partition and convention, and report ownership and risks for ``ids``."""
+    """Resolve the partition and convention, and report ownership and risks for ``ids``.
+
+    ``model_type``/``architectures`` (the target's) pick the model file whose rule an engine or
+    trainer name (``sglang==0.5.23``, ``specforge``) means; such a name is refused without them.
+    """
     num_layers = check_num_layers(num_layers)
     conv = None
-    if convention is not None and convention != CANONICAL:
+    if convention is not None and parse_convention(convention, field="convention") is not None:
         from eagle3_contracts import conventions
 
-        conv = conventions.get(convention)
+        conv = conventions.get(
+            convention, model_type=model_type, architectures=tuple(architectures)
+        )
         layer_ids = tuple(conventions.to_canonical(list(ids), conv, num_layers))
     else:
         layer_ids = tuple(ids)
@@ -245,10 +252,11 @@ def stages_report(
         behaviour=behaviour,
         lost=lost,
         behaviour_notes=_pipeline_notes(conv),
+        conv=conv,
     )
 
 
-def _pipeline_notes(conv: Any) -> tuple[str, ...]:
+def _pipeline_notes(conv: Convention | None) -> tuple[str, ...]:
     """The notes a "(see notes)" behaviour points at: the convention's notes on pipeline
     parallelism (every note when none names it)."""
     from eagle3_contracts.conventions import PipelineParallel

@@ -185,6 +185,22 @@ def models():
     return built, refs, ids
 
 
+# The model file whose rule each engine name's loop simulates (an engine name means its release's
+# rule for the target's model file).
+ARCHITECTURE = {
+    "sglang-legacy": "LlamaForCausalLM",
+    "sglang": "DeepseekV3ForCausalLM",
+    "sglang-gpt-oss": "GptOssForCausalLM",
+    "vllm": "LlamaForCausalLM",
+    "vllm-nested": "LlamaForCausalLM",
+}
+
+
+def _convention(name: str) -> conventions.Convention:
+    arch = ARCHITECTURE.get(name)
+    return conventions.get(name, architectures=[arch] if arch else [])
+
+
 def test_every_registry_convention_has_a_native_loop():
     missing = sorted(set(conventions.names()) - set(LOOPS))
     assert not missing, f"add a native-loop simulation for {missing} to LOOPS"
@@ -195,7 +211,7 @@ def test_to_canonical_names_the_states_the_native_loop_captures(name, models):
     built, refs, input_ids = models
     style, loop = LOOPS[name]
     model, ref = built[style], refs[style]
-    convention = conventions.get(name)
+    convention = _convention(name)
     checked = refused = 0
     with torch.no_grad():
         for native in _native_lists(NUM_LAYERS):
@@ -204,7 +220,7 @@ def test_to_canonical_names_the_states_the_native_loop_captures(name, models):
             except TypeError:  # the engine itself fails on this list
                 got = None
             try:
-                canonical = conventions.to_canonical(native, name, NUM_LAYERS)
+                canonical = conventions.to_canonical(native, convention, NUM_LAYERS)
             except ContractError:
                 refused += 1
                 if got is None:
@@ -232,9 +248,9 @@ def test_from_canonical_round_trips_through_the_native_loop(name, models):
     built, refs, input_ids = models
     style, loop = LOOPS[name]
     model, ref = built[style], refs[style]
-    convention = conventions.get(name)
+    convention = _convention(name)
     wanted = (2, 0, 1)  # reachable for every convention; unsorted to test the order
-    native = conventions.from_canonical(wanted, name, NUM_LAYERS)
+    native = conventions.from_canonical(wanted, convention, NUM_LAYERS)
     with torch.no_grad():
         got = loop(model, input_ids, native)
     order = wanted if convention.concat_order == "as_listed" else sorted(wanted)

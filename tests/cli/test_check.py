@@ -301,7 +301,11 @@ def test_bad_input_exits_2_with_one_line(
 
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--list")
-    assert code == 0 and "sglang-legacy:" in out and "kimi-k2.5" in out
+    assert code == 0 and "kimi-k2.5" in out
+    # one alias table: the older names and what they stand for, never vllm = 0.21.0
+    assert "aliases: sglang-legacy = sglang==0.5.12, sglang-gpt-oss = sglang==0.5.17, " in out
+    assert "vllm-nested = vllm==0.33.0:v1" in out
+    assert "unversioned 'vllm' = 0.33.0" in out and "0.21.0:" not in out
 
 
 def test_real_subprocess_is_torch_free() -> None:

@@ -188,7 +188,7 @@ USAGE_CASES = (
     (
         "unknown-convention",
         lambda w, t: ["--target", w["model"], "--ids", "1,2,3", "--convention", "nosuch"],
-        "unknown convention",
+        "unknown system name 'nosuch'",
     ),
     (
         "ids-and-contract",

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from eagle3_contracts.cli import EXIT_INTERNAL, main
 from eagle3_contracts.cli import stages as stages_cmd
+from eagle3_contracts.config import examples
 
 
 def _crash(args: object) -> int:
     raise RuntimeError("boom\nsecond line")
 
 
+KIMI_TARGET = Path(examples.__file__).parent / "kimi-k2.5" / "target.json"
 ARGV = ["stages", "--num-layers", "8", "--ids", "1,2", "--pp-size", "2"]
 
 
@@ -43,8 +47,11 @@ def test_debug_prints_the_traceback(
 def test_bad_input_stays_exit_2_and_a_mismatch_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stages", "--num-layers", "8", "--ids", "1,x", "--pp-size", "2"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
-    mismatch = ["stages", "--num-layers", "61", "--ids", "3,31,59", "--pp-size", "4"]
-    assert main([*mismatch, "--convention", "sglang"]) == 1
+    mismatch = ["stages", "--ids", "3,31,59", "--pp-size", "4", "--convention", "sglang"]
+    assert main([*mismatch, "--target", str(KIMI_TARGET)]) == 1
+    capsys.readouterr()
+    assert main([*mismatch, "--num-layers", "61"]) == 2  # which model file's rule? --target
+    assert "--target" in capsys.readouterr().err
 
 
 def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:

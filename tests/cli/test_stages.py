@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from eagle3_contracts.cli import main
+from eagle3_contracts.config import examples
 from eagle3_contracts.parallel import LayerPartition, pipeline_risks
 from eagle3_contracts.parallel.report import stages_report
 
@@ -30,21 +32,58 @@ def test_kimi_over_four_stages_text(capsys) -> None:
     assert "stage 3 would capture layer 48 as 2" in out
 
 
+KIMI_TARGET = str(Path(examples.__file__).parent / "kimi-k2.5" / "target.json")
+
+
+def _deepseek(tmp_path: Path, num_layers: int) -> str:
+    """A DeepSeek-V3-shaped target config (deepseek_v2.py in every SGLang release)."""
+    path = tmp_path / "target.json"
+    path.write_text(
+        json.dumps(
+            {
+                "architectures": ["DeepseekV3ForCausalLM"],
+                "model_type": "deepseek_v3",
+                "num_hidden_layers": num_layers,
+                "hidden_size": 16,
+            }
+        )
+    )
+    return str(path)
+
+
 def test_sglang_convention_loses_ids_exit_1(capsys) -> None:
     code, out, _ = run_cli(
-        capsys, "--num-layers", "61", "--ids", "3,31,59", "--pp-size", "4", "--convention", "sglang"
+        capsys,
+        "--target",
+        KIMI_TARGET,
+        "--ids",
+        "3,31,59",
+        "--pp-size",
+        "4",
+        "--convention",
+        "sglang",
     )
     assert code == 1
-    assert "ids (sglang): 3, 31, 59 = canonical 2, 30, 58" in out
-    assert "(sglang rule, sglang's default split)" in out  # the engine's own split, reported
-    assert "MISMATCH: sglang never feeds layer 2, layer 30 to the drafter" in out
+    name = "sglang==0.5.23:deepseek_v2.py"  # the newest probed release, Kimi-K2.5's model file
+    assert f"ids ({name}): 3, 31, 59 = canonical 2, 30, 58" in out
+    assert f"(sglang rule, {name}'s default split)" in out  # the engine's own split, reported
+    assert f"MISMATCH: {name} never feeds layer 2, layer 30 to the drafter" in out
 
 
-def test_sglang_with_every_id_on_the_last_stage_exit_0(capsys) -> None:
+def test_a_model_file_name_without_a_target_is_refused_naming_target(capsys) -> None:
+    for name in ("sglang", "sglang==0.5.23", "vllm-nested", "specforge"):
+        code, out, err = run_cli(
+            capsys, "--num-layers", "61", "--ids", "3,31,59", "--pp-size", "4", "--convention", name
+        )
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert "--target" in err and "model file" in err
+
+
+def test_sglang_with_every_id_on_the_last_stage_exit_0(capsys, tmp_path: Path) -> None:
     code, out, _ = run_cli(
         capsys,
-        "--num-layers",
-        "8",
+        "--target",
+        _deepseek(tmp_path, 8),
         "--ids",
         "6,7",
         "--pp-partition",
@@ -112,20 +151,23 @@ def test_report_agrees_with_risks() -> None:
     assert report.exit_code == 0 and report.behaviour is None
 
 
-def test_sglang_capture_entering_the_next_layer_reaches_the_last_stage(capsys) -> None:
+def test_sglang_capture_entering_the_next_layer_reaches_the_last_stage(
+    capsys, tmp_path: Path
+) -> None:
     """SGLang takes canonical N entering layer N + 1: the last layer of a non-final stage is
     captured on the next stage, so ``stages`` must agree with ``check --pp-size`` (plan.py)."""
     from eagle3_contracts.config.plan import resolve
     from eagle3_contracts.parallel import LayerPartition
 
+    target = _deepseek(tmp_path, 8)
     code = main(
-        ["stages", "--num-layers", "8", "--pp-size", "2", "--ids", "4", "--convention", "sglang"]
+        ["stages", "--target", target, "--pp-size", "2", "--ids", "4", "--convention", "sglang"]
     )
     out = capsys.readouterr().out
     assert code == 0 and "MISMATCH" not in out
     assert (
-        "OK: sglang takes layer N as layer N + 1 starts, so these are still captured on the last stage: layer 3"
-        in out
+        "OK: sglang==0.5.23:deepseek_v2.py takes layer N as layer N + 1 starts, so these are still "
+        "captured on the last stage: layer 3" in out
     )
     draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [4]}}
     # sglang is answered for the target's model file: deepseek_v2.py (ids[0] != 1: loop indices)
@@ -137,8 +179,8 @@ def test_sglang_capture_entering_the_next_layer_reaches_the_last_stage(capsys) -
         main(
             [
                 "stages",
-                "--num-layers",
-                "8",
+                "--target",
+                _deepseek(tmp_path, 8),
                 "--pp-size",
                 "2",
                 "--ids",

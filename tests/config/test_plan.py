@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from eagle3_contracts import CapturePlan, ContractError, compare, conventions, resolve
 from eagle3_contracts.config.plan import FindingKind as K
 from eagle3_contracts.config.readers import IDS_FIELD
+from eagle3_contracts.conventions.names import EngineSpec, parse_system
 from eagle3_contracts.parallel.partition import LayerPartition
 
 KIMI = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "kimi_k25"}
@@ -180,7 +181,13 @@ def test_vllm_pipeline_behaviour_is_reported_not_assumed() -> None:
     part = LayerPartition.even(61, 4)
     plan = resolve(top(3, 31, 59), KIMI, "vllm", partition=part)
     assert plan.layer_ids == (2, 30, 58) and not plan.pp_dropped
-    assert any("depends on the release" in n for n in plan.notes)
+    # no code read says whether vLLM carries earlier stages' states: unknown, never ok
+    assert plan.kind == "unknown" and plan.crash is None
+    assert plan.notes[-1].endswith("carries them to the drafter's stage: unknown, not ok")
+    trained = resolve(top(3, 31, 59), KIMI, "boundary")
+    (finding,) = compare(trained, plan)
+    assert finding.kind is K.UNKNOWN and finding.fix_native_ids is None
+    assert resolve(top(3, 31, 59), KIMI, "vllm").kind == "segments"  # without PP: answered
 
 
 # -- properties ------------------------------------------------------------------------------
@@ -200,6 +207,9 @@ def _target(n: int, arch: str, h: int = 16) -> dict:
 
 
 def _config_for(system: str, ids: tuple[int, ...]) -> dict:
+    spec = parse_system(system, field="system")
+    if isinstance(spec, EngineSpec):  # SGLang reads only the nested ids, vLLM the top-level first
+        return nested(*ids) if spec.framework == "sglang" else top(*ids)
     path = conventions.get(system).id_paths[0]
     return nested(*ids) if path.startswith("eagle_config.") else top(*ids)
 

@@ -3,7 +3,8 @@ default, drop, ignored list, refusal, dedup, re-sort and pipeline-parallel drop 
 naming the ids, layers or boundary concerned and the system (nothing is silently defaulted),
 and ``compare`` words each layer finding and fix with the layers and the setting to write.
 
-A ``Convention`` object (``conventions.get("sglang")``) is resolved by its registry row; the
+A ``Convention`` object (``conventions.get("sglang==0.5.23", architectures=[...])``) is
+resolved by its row; the
 name ``"sglang"`` would be answered per release (``test_plan_release.py``)."""
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ NESTED = f"eagle_config.{IDS_FIELD}"
 TRT = conventions.get("trtllm").system  # TensorRT-LLM (PyTorch backend)
 SF_HF = conventions.get("specforge-hf").system
 EAGLE = conventions.get("eagle-reference").system
-SGLANG = conventions.get("sglang")  # registry row: +1 if ids[0] == 1, embedding reachable
-LEGACY = conventions.get("sglang-legacy")  # registry row: +1 always, embedding unreachable
+# release rows: +1 if ids[0] == 1, embedding reachable (deepseek_v2.py); +1 always (0.5.12)
+SGLANG = conventions.get("sglang==0.5.23", architectures=["DeepseekV3ForCausalLM"])
+LEGACY = conventions.get("sglang==0.5.12", architectures=["LlamaForCausalLM"])
+GPT_OSS = conventions.get("sglang==0.5.17", architectures=["GptOssForCausalLM"])
 TRT_SETTING_NOTE = (
     f"{TRT} takes ids from EagleDecodingConfig.eagle3_layers_to_capture, not the draft config: "
     f"assumed to be the config's {NESTED} = "
@@ -221,8 +224,8 @@ def test_an_ascending_system_notes_a_re_sort_only_when_it_re_sorts() -> None:
     [
         (nested(1, 29, 57), SGLANG, (1, 29, 57)),  # ids[0] == 1: +1
         (nested(2, 30, 58), SGLANG, (1, 29, 57)),  # else loop indices
-        (nested(2, 30, 61), conventions.get("sglang-gpt-oss"), (1, 29, 60)),  # max == L: loop
-        (nested(2, 30, 58), conventions.get("sglang-gpt-oss"), (2, 30, 58)),  # else +1
+        (nested(2, 30, 61), GPT_OSS, (1, 29, 60)),  # max == L: loop
+        (nested(2, 30, 58), GPT_OSS, (2, 30, 58)),  # else +1
     ],
 )
 def test_a_list_level_offset_rule_reads_the_whole_list(
@@ -250,18 +253,25 @@ def test_describe_names_each_layer_in_concatenation_order() -> None:
     assert plan.describe() == "trtllm: [layer 2, layer 30, layer 60 (last, pre-norm)]"
 
 
-def test_the_embedding_is_noted_only_where_the_system_has_a_caveat() -> None:
-    caveat = resolve(nested(0, 2, 30), KIMI, SGLANG)  # ids[0] != 1: loop index 0 = embedding
-    assert caveat.layer_ids == (-1, 1, 29)
-    assert caveat.notes == (f"embedding requested: {SGLANG.embedding_caveat}",)
-    assert resolve(nested(1, 29, 57), KIMI, SGLANG).notes == ()  # no embedding: no note
+def test_an_unreachable_embedding_is_noted_with_the_release_caveat() -> None:
+    # sglang 0.5.13 deepseek_v2.py: ids[0] != 1 -> loop index 0 = embedding, + None raises
+    crashing = conventions.get("sglang==0.5.13", architectures=["DeepseekV3ForCausalLM"])
+    caveat = resolve(nested(0, 2, 30), KIMI, crashing)
+    assert caveat.layer_ids == (1, 29) and crashing.embedding_caveat
+    assert caveat.notes == (
+        f"native id 0 (boundary 0) is never captured by {crashing.system}: the embedding, which "
+        f"it cannot reach ({crashing.embedding_caveat})",
+    )
+    assert resolve(nested(1, 29, 57), KIMI, crashing).notes == ()  # no embedding: no note
+    fixed = resolve(nested(0, 2, 30), KIMI, SGLANG)  # 0.5.23 captures the embedding
+    assert (fixed.layer_ids, fixed.notes) == ((-1, 1, 29), ())
     plain = resolve(top(0, 30, 58), KIMI, "speculators")  # the embedding, no caveat
     assert (plain.layer_ids, plain.notes) == ((-1, 29, 57), ())
 
 
 def test_a_convention_object_is_kept_on_the_plan() -> None:
     plan = resolve(nested(2, 30, 58), KIMI, SGLANG)
-    assert plan.convention is SGLANG and plan.system == "sglang" and plan.release is None
+    assert plan.convention is SGLANG and plan.system == SGLANG.name and plan.release is None
 
 
 # -- pipeline parallel --------------------------------------------------------------------------
@@ -281,9 +291,12 @@ def test_depends_keeps_every_layer_and_names_the_ones_at_risk() -> None:
     assert (plan.layer_ids, plan.pp_dropped) == ((2, 30, 58), ())
     assert plan.notes[1:] == (
         f"pipeline parallel ({part.describe()}): layer 2, layer 30 are captured on earlier "
-        "stages; whether they reach the drafter depends on the release (see the registry notes "
-        "for trtllm)",
+        f"stages; no code read says whether {TRT} carries them to the drafter's stage: "
+        "unknown, not ok",
     )
+    assert plan.kind == "unknown"  # nothing read proves them fed: never ok
+    (finding,) = compare(resolve(nested(2, 30, 58), KIMI, "trtllm"), plan)
+    assert finding.kind is K.UNKNOWN
 
 
 def test_no_note_without_pipeline_parallelism_or_for_an_offline_trainer() -> None:

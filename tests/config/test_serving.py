@@ -13,6 +13,7 @@ import pytest
 from eagle3_contracts.config import serving
 from eagle3_contracts.config.readers import IDS_FIELD, read_draft_config, read_target_config
 from eagle3_contracts.conventions import predict
+from eagle3_contracts.conventions.names import needs_target, parse_system
 from eagle3_contracts.conventions.predict import Feed
 
 NESTED = f"eagle_config.{IDS_FIELD}"
@@ -75,7 +76,7 @@ def row(**kw: object) -> Feed:
 def test_engines_aliases_and_trainer_releases_are_answered_per_release(
     name: str, answered: bool
 ) -> None:
-    assert serving.answers(name) is answered
+    assert needs_target(parse_system(name, field="serve_with")) is answered
 
 
 # -- what a release feeds ------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts.conventions import predict
+from eagle3_contracts.conventions.names import parse_system
 from eagle3_contracts.conventions.predict import Feed, predict_feed
 from eagle3_contracts.conventions.release_table import known_releases
 from eagle3_contracts.conventions.trainers import predict_training
@@ -179,7 +180,7 @@ def test_aliases() -> None:
     assert (
         predict_feed("vllm-nested", nested(3, 17, 30), LLAMA).system == "vllm==0.33.0:v1 llama.py"
     )
-    assert predict.parse_serve("sglang-legacy").version == "0.5.12"
+    assert parse_system("sglang-legacy", field="serve_with").key == "sglang==0.5.12"
 
 
 # -- trainers ----------------------------------------------------------------------------------
@@ -207,8 +208,8 @@ def test_an_engine_release_as_trainer_is_its_capture() -> None:
     )
 
 
-# The registry's unversioned entries, used element-wise by stages/diagnose, must say what the
-# newest probed release feeds for the model file they describe (check answers through predict).
+# The unversioned names, used element-wise by stages/diagnose through conventions.get, must say
+# what the release they name feeds for the target's model file (check answers through predict).
 REGISTRY_TIES = (
     ("sglang", "sglang", DSV3, "nested"),  # sglang#25454 rule: deepseek_v2.py
     ("vllm", "vllm", LLAMA, "top"),  # newest release, default runner V2: top-level ids
@@ -223,7 +224,7 @@ def test_registry_entries_equal_their_release(
 ) -> None:
     from eagle3_contracts import conventions
 
-    convention = conventions.get(entry)
+    convention = conventions.get(entry, architectures=target["architectures"])
     n = target["num_hidden_layers"]
     cases = [(2, n // 2, n - 3), (1, n // 2 - 1, n - 4), (0, 5, 9), (1, 5, 9), (3, 7, n - 1)]
     for ids in cases:

@@ -17,13 +17,9 @@ from eagle3_contracts.config.readers import read_target_config
 from eagle3_contracts.conventions import predict, release_table
 from eagle3_contracts.conventions.predict import (
     Feed,
-    ServeSpec,
-    is_engine,
-    is_trainer_release,
-    newest_release,
-    parse_serve,
     predict_feed,
 )
+from eagle3_contracts.conventions.releases import newest_release
 from eagle3_contracts.conventions.trainers import TrainerRelease, predict_training, trainer_release
 from eagle3_contracts.errors import ContractError
 
@@ -218,33 +214,26 @@ def test_state_vocabulary() -> None:
 # -- serve names -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("serve", "spec"),
-    [
-        ("sglang==0.5.23", ServeSpec("sglang", "0.5.23", None, "sglang==0.5.23")),
-        ("vllm", ServeSpec("vllm", None, None, "vllm")),
-        (" VLLM == 0.33.0 : V1 ", ServeSpec("vllm", "0.33.0", "v1", "VLLM == 0.33.0 : V1")),
-        ("vllm:v2", ServeSpec("vllm", None, "v2", "vllm:v2")),
-        ("vllm-nested", ServeSpec("vllm", "0.33.0", "v1", "vllm-nested")),
-        ("sglang-legacy", ServeSpec("sglang", "0.5.12", None, "sglang-legacy")),
-        ("sglang-gpt-oss", ServeSpec("sglang", "0.5.17", None, "sglang-gpt-oss")),
-    ],
+EMPTY = (
+    "a system name is a non-empty string like 'sglang==0.5.23', 'vllm==0.33.0:v1' or 'specforge', "
 )
-def test_parse_serve(serve: str, spec: ServeSpec) -> None:
-    assert parse_serve(serve) == spec
-    assert parse_serve(serve).label == spec.given
 
 
 @pytest.mark.parametrize(
     ("serve", "message"),
     [
-        ("", "a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got ''"),
-        ("  ", "a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got '  '"),
-        (5, "a serve name is a string like 'sglang==0.5.23' or 'vllm==0.33.0:v1', got 5"),
+        ("", f"{EMPTY}got ''"),
+        ("  ", f"{EMPTY}got '  '"),
+        (5, f"{EMPTY}got 5"),
+        (
+            "trtllm",
+            "'trtllm': release answers exist for sglang, vllm "
+            "(e.g. 'sglang==0.5.23', 'vllm==0.33.0:v1')",
+        ),
         (
             "trtllm==1.0",
-            "'trtllm==1.0': release answers exist for sglang, vllm "
-            "(e.g. 'sglang==0.5.23', 'vllm==0.33.0:v1')",
+            "'trtllm==1.0': trtllm names one reading for every release; give it unversioned, "
+            "'trtllm'",
         ),
         ("sglang==", "'sglang==': no version after '=='"),
         ("sglang==0.5.23:v1", "'sglang==0.5.23:v1': only vLLM has model runners (':v1' or ':v2')"),
@@ -257,25 +246,6 @@ def test_a_malformed_serve_name_names_what_is_accepted(serve: Any, message: str)
         predict_feed(serve, {}, LLAMA)
     assert err.value.field == "serve_with"
     assert str(err.value) == message
-
-
-@pytest.mark.parametrize(
-    ("name", "engine"),
-    [
-        ("sglang", True),
-        (" vllm ", True),
-        ("VLLM==0.33.0:v1", True),
-        ("sglang:v1", True),  # an engine name (malformed runner: parse_serve refuses it)
-        ("vllm-nested", True),
-        ("sglang-legacy", True),
-        ("sglang-gpt-oss", True),
-        ("specforge", False),
-        ("speculators==0.9.0", False),
-        ("tgi", False),
-    ],
-)
-def test_is_engine(name: str, engine: bool) -> None:
-    assert is_engine(name) is engine
 
 
 def test_newest_release() -> None:
@@ -987,28 +957,15 @@ def test_an_unprobed_trainer_release_is_refused() -> None:
     assert "probed trainer releases: specforge==0.2.0" in str(err.value)
 
 
-@pytest.mark.parametrize(
-    ("name", "answered"),
-    [
-        ("specforge", True),
-        (" specforge==0.2.0 ", True),
-        ("specforge == 0.2.0", True),
-        ("specforge==0.3.0", True),  # answered (by a refusal naming the probed ones)
-        ("sglang==0.5.14", True),
-        ("vllm-nested", True),
-        ("specforge-hf", False),
-        ("speculators", False),
-    ],
-)
-def test_is_trainer_release(name: str, answered: bool) -> None:
-    assert is_trainer_release(name) is answered
-
-
 def test_an_unknown_trainer_is_refused_naming_the_known() -> None:
+    with pytest.raises(ContractError) as err:
+        predict_training("trtllm", {}, LLAMA)
+    assert err.value.field == "trained_with"
+    assert str(err.value) == "'trtllm' is not a trainer release; known: specforge==0.2.0"
     with pytest.raises(ContractError) as err:
         predict_training("axolotl==1.0", {}, LLAMA)
     assert err.value.field == "trained_with"
-    assert str(err.value) == "'axolotl==1.0' is not a trainer release; known: specforge==0.2.0"
+    assert str(err.value).startswith("unknown system name 'axolotl==1.0': known: ")
 
 
 def test_specforge_json_form() -> None:
@@ -1346,16 +1303,14 @@ def test_a_trainer_without_offline_checks_takes_duplicates_and_deep_ids(
 
 
 @pytest.mark.parametrize("name", ["sglang==0.5==1", "vllm:v1:v2", "vllm==0.33.0:v1:v2"])
-def test_is_engine_names_what_the_release_path_answers(name: str) -> None:
-    """A malformed engine name is still an engine's: predict_feed answers or refuses it as a
-    release (unknown, or the runner it names), never as an unknown framework."""
-    assert is_engine(name)
-    try:
-        feed = predict_feed(name, {}, LLAMA)
-    except ContractError as err:
-        assert "release answers exist for" not in str(err)
-    else:
-        assert feed.kind == "unknown"
+def test_a_malformed_engine_name_is_refused_as_a_release(name: str) -> None:
+    """A malformed engine name is refused for what is wrong with it (its version or runner),
+    never as an unknown framework."""
+    with pytest.raises(ContractError) as err:
+        predict_feed(name, {}, LLAMA)
+    assert err.value.field == "serve_with"
+    assert "release answers exist for" not in str(err.value)
+    assert "unknown system name" not in str(err.value)
 
 
 def test_an_install_without_one_engines_tables(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1388,7 +1343,6 @@ def test_training_features_have_the_state_the_engine_captures() -> None:
     "name", ["specforge", " specforge ", "specforge == 0.2.0", "spec forge", "sglang==0.5.14"]
 )
 def test_every_trainer_release_name_is_answered(name: str) -> None:
-    assert is_trainer_release(name)
     feed = predict_training(name, nested(1, 15, 28), LLAMA)
     assert feed.kind == "segments" and feed.canonical in ((1, 15, 28), (0, 14, 27))
 

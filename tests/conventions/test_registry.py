@@ -7,8 +7,6 @@ without a row here fails ``test_every_entry_has_facts``.
 
 from __future__ import annotations
 
-import sys
-import types
 from dataclasses import dataclass
 
 import pytest
@@ -38,11 +36,6 @@ FACTS: dict[str, Facts] = {
     "hf-hidden-states": Facts((1, 29, 57), (0, 28, 56), None, True, False, "as_listed"),
     "specforge-hf": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, True, "as_listed"),
     "eagle-reference": Facts((1, 29, 57), (0, 28, 56), (1, 29, 57), True, False),
-    "sglang-legacy": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, False),
-    "sglang": Facts((1, 29, 57), (1, 29, 57), (1, 29, 57), True, False),
-    "sglang-gpt-oss": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), True, True),
-    "vllm": Facts((1, 29, 57), (0, 28, 56), (1, 29, 57), True, True),
-    "vllm-nested": Facts((1, 29, 57), (0, 28, 56), (1, 29, 57), True, True),
     "trtllm": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, True),
     "speculators": Facts((1, 29, 57), (0, 28, 56), (1, 29, 57), True, True),
     "modelopt": Facts((2, 30, 58), (1, 29, 57), (1, 29, 57), False, True),
@@ -51,15 +44,11 @@ REQUIRED = (
     "hf-hidden-states",
     "specforge-hf",
     "eagle-reference",
-    "sglang-legacy",
-    "sglang",
-    "vllm",
-    "vllm-nested",
     "trtllm",
     "speculators",
     "modelopt",
 )
-NAMES = conventions.names()
+NAMES = tuple(conventions.REGISTRY)  # engines and trainers are answered per release and target
 L = 61
 
 
@@ -144,26 +133,36 @@ def test_post_norm_ids_have_no_canonical_id() -> None:
         to_canonical((-1, 2), "hf-hidden-states", L)
 
 
+SGLANG = conventions.get("sglang==0.5.23", architectures=["DeepseekV3ForCausalLM"])
+GPT_OSS = conventions.get("sglang==0.5.17", architectures=["GptOssForCausalLM"])
+RELEASES = (
+    SGLANG,
+    GPT_OSS,
+    conventions.get("sglang==0.5.12", architectures=["LlamaForCausalLM"]),
+    conventions.get("vllm==0.33.0", architectures=["LlamaForCausalLM"]),
+)
+
+
 def test_sglang_first_id_rule_reads_the_list_as_written() -> None:
-    assert to_canonical((1, 29, 57), "sglang", L) == (1, 29, 57)
-    assert to_canonical((29, 1, 57), "sglang", L) == (28, 0, 56)  # ids[0] != 1: loop indices
+    assert to_canonical((1, 29, 57), SGLANG, L) == (1, 29, 57)
+    assert to_canonical((29, 1, 57), SGLANG, L) == (28, 0, 56)  # ids[0] != 1: loop indices
     # canonical (0, 5, 9) needs loop indices 1, 6, 10, but a list starting with 1 gets +1:
-    native = from_canonical((0, 5, 9), "sglang", L)
-    assert native[0] != 1 and sorted(to_canonical(native, "sglang", L)) == [0, 5, 9]
+    native = from_canonical((0, 5, 9), SGLANG, L)
+    assert native[0] != 1 and sorted(to_canonical(native, SGLANG, L)) == [0, 5, 9]
 
 
 def test_gpt_oss_rule() -> None:
-    assert to_canonical((24, 30, 33), "sglang-gpt-oss", 36) == (24, 30, 33)  # max != L: +1
-    assert to_canonical((1, 17, 33), "sglang-gpt-oss", 36) == (1, 17, 33)
+    assert to_canonical((24, 30, 33), GPT_OSS, 36) == (24, 30, 33)  # max != L: +1
+    assert to_canonical((1, 17, 33), GPT_OSS, 36) == (1, 17, 33)
     # +1 -> loop index 36 = after the stack: the released 0.5.17+ gpt_oss.py captures it
-    assert to_canonical((24, 30, 35), "sglang-gpt-oss", 36) == (24, 30, 35)
+    assert to_canonical((24, 30, 35), GPT_OSS, 36) == (24, 30, 35)
     # max(ids) == L: loop indices (boundaries); boundary 36 is the last layer's output
-    assert to_canonical((24, 30, 36), "sglang-gpt-oss", 36) == (23, 29, 35)
+    assert to_canonical((24, 30, 36), GPT_OSS, 36) == (23, 29, 35)
 
 
 @st.composite
 def reachable_case(draw: st.DrawFn) -> tuple[Convention, int, tuple[int, ...]]:
-    c = conventions.get(draw(st.sampled_from(NAMES)))
+    c = draw(st.sampled_from([*(conventions.get(n) for n in NAMES), *RELEASES]))
     n = draw(st.integers(2, 128))
     r = c.canonical_range(n)
     assume(len(r) > 0)
@@ -203,24 +202,24 @@ def test_unknown_names_list_the_registry(bad: object) -> None:
 
 
 def test_release_names_dispatch_to_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eagle3_contracts.conventions import releases
+
     calls = []
 
     def release_convention(framework, version, *, model_type=None, architectures=()):
         calls.append((framework, version, model_type, architectures))
-        return conventions.get("sglang-legacy")
+        return conventions.get("trtllm")
 
-    fake = types.ModuleType("eagle3_contracts.conventions.releases")
-    fake.release_convention = release_convention  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, fake.__name__, fake)
-    got = conventions.get("sglang==0.5.12", model_type="deepseek_v3", architectures=["X"])
-    assert got.name == "sglang-legacy"
+    monkeypatch.setattr(releases, "release_convention", release_convention)
+    got = conventions.get("SGLang == 0.5.12", model_type="deepseek_v3", architectures=["X"])
+    assert got.name == "trtllm"
     assert calls == [("sglang", "0.5.12", "deepseek_v3", ("X",))]
-
-
-def test_release_names_without_releases_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "eagle3_contracts.conventions.releases", None)
-    with pytest.raises(ContractError, match="sglang-legacy"):
-        conventions.get("sglang==0.5.12")
+    conventions.get("vllm-nested", architectures=["Y"])  # an alias: its release and runner
+    conventions.get("sglang", model_type="llama")  # unversioned: the newest probed release
+    assert calls[1:] == [
+        ("vllm", "0.33.0", None, ("Y",)),
+        ("sglang", releases.newest_release("sglang"), "llama", ()),
+    ]
 
 
 def test_readme_registry_table_is_generated_from_the_registry() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from eagle3_contracts.conventions import release_table as RT
 from eagle3_contracts.conventions._entry import DefaultRule, Meaning, OffsetRule
-from eagle3_contracts.conventions.predict import newest_release
+from eagle3_contracts.conventions.releases import newest_release
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import selection
 
@@ -177,7 +177,7 @@ def test_each_selection_rule_maps_ids_to_elements(
     [
         (RT.DefaultSelection.TWO_MID_LM3, 61, [2, 30, 58], DefaultRule.BOUNDARIES_2_MID_LM3),
         (RT.DefaultSelection.ONE_MIDM1_LM4, 32, [1, 15, 28], None),
-        (RT.DefaultSelection.THREE_MIDP1_LM2, 32, [3, 17, 30], None),
+        (RT.DefaultSelection.THREE_MIDP1_LM2, 32, [3, 17, 30], DefaultRule.BOUNDARIES_3_MIDP1_LM2),
     ],
 )
 def test_each_default_selection_names_its_elements(

@@ -6,7 +6,7 @@ import pytest
 
 from eagle3_contracts import conventions
 from eagle3_contracts.conventions import OffsetRule
-from eagle3_contracts.conventions.releases import ALIASES, release_convention
+from eagle3_contracts.conventions.releases import release_convention
 from eagle3_contracts.errors import ContractError
 
 
@@ -65,12 +65,3 @@ def test_errors_list_what_is_known_or_what_needs_reading(args, kwargs, says):
     with pytest.raises(ContractError) as info:
         release_convention(*args, **kwargs)
     assert says in str(info.value)
-
-
-def test_aliases_name_known_releases_and_registry_entries():
-    assert set(ALIASES) >= {"sglang", "sglang-legacy", "vllm", "vllm-nested"}
-    for name, alias in ALIASES.items():
-        assert name in conventions.names()
-        release_convention(
-            alias.framework, alias.version, model_type=alias.model_file.removesuffix(".py")
-        )

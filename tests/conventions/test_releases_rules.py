@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from eagle3_contracts import conventions
 from eagle3_contracts.conventions import (
     Dedup,
     DefaultRule,
@@ -157,48 +158,29 @@ def test_a_release_name_is_read_however_it_is_cased_or_spaced() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "convention", "rule", "paths"),
+    ("name", "arch", "convention", "rule", "paths"),
     [
-        ("sglang-legacy", "sglang==0.5.12:llama.py", OffsetRule.PLUS_ONE_ALWAYS, (NESTED,)),
-        ("sglang", "sglang==0.5.23:deepseek_v2.py", OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE,
+        ("sglang-legacy", "LlamaForCausalLM", "sglang==0.5.12:llama.py",
+         OffsetRule.PLUS_ONE_ALWAYS, (NESTED,)),
+        ("sglang", "DeepseekV3ForCausalLM", "sglang==0.5.23:deepseek_v2.py",
+         OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE, (NESTED,)),
+        ("sglang", "LlamaForCausalLM", "sglang==0.5.23:llama.py", OffsetRule.PLUS_ONE_ALWAYS,
          (NESTED,)),
-        ("sglang-gpt-oss", "sglang==0.5.17:gpt_oss.py", OffsetRule.LOOP_IF_MAX_IS_L, (NESTED,)),
-        ("vllm", "vllm==0.21.0:llama.py", OffsetRule.BOUNDARY,
-         ("eagle_aux_hidden_state_layer_ids",)),
-        ("vllm-nested", "vllm==0.33.0:llama.py", OffsetRule.BOUNDARY,
+        ("sglang-gpt-oss", "GptOssForCausalLM", "sglang==0.5.17:gpt_oss.py",
+         OffsetRule.LOOP_IF_MAX_IS_L, (NESTED,)),
+        ("vllm", "LlamaForCausalLM", "vllm==0.33.0:llama.py", OffsetRule.BOUNDARY,
+         ("eagle_aux_hidden_state_layer_ids", NESTED)),
+        ("vllm-nested", "LlamaForCausalLM", "vllm==0.33.0:llama.py", OffsetRule.BOUNDARY,
          ("eagle_aux_hidden_state_layer_ids", NESTED)),
     ],
 )  # fmt: skip
-def test_each_alias_is_its_release_and_model_file(
-    name: str, convention: str, rule: OffsetRule, paths: tuple[str, ...]
+def test_each_engine_name_is_its_release_for_the_targets_model_file(
+    name: str, arch: str, convention: str, rule: OffsetRule, paths: tuple[str, ...]
 ) -> None:
-    alias = R.ALIASES[name]
-    assert f"{alias.framework}=={alias.version}:{alias.model_file}" == convention
-    got = R.alias_convention(name)
-    assert (got.name, got.release, got.offset_rule, got.id_paths) == (
-        convention,
-        alias.release,
-        rule,
-        paths,
-    )
-    assert got == R.release_convention(
-        alias.framework, alias.version, model_type=alias.model_file.removesuffix(".py")
-    )
-
-
-def test_an_alias_splits_its_release_at_the_first_equals_pair() -> None:
-    alias = R.Alias("sglang==0.5.23==local", "llama.py", "a local build")
-    assert (alias.framework, alias.version) == ("sglang", "0.5.23==local")
-
-
-def test_a_name_that_is_no_alias_is_refused_naming_the_aliases() -> None:
-    with pytest.raises(ContractError) as err:
-        R.alias_convention("sglang==0.5.23")
-    assert err.value.field == "convention"
-    assert str(err.value) == (
-        "'sglang==0.5.23' is not an alias of a release; aliases: sglang-legacy, sglang, "
-        "sglang-gpt-oss, vllm, vllm-nested"
-    )
+    got = conventions.get(name, architectures=[arch])
+    assert (got.name, got.offset_rule, got.id_paths) == (convention, rule, paths)
+    framework, version = convention.split(":")[0].split("==")
+    assert got == R.release_convention(framework, version, architectures=[arch])
 
 
 # -- a table row as a Convention -------------------------------------------------------------------
@@ -351,7 +333,7 @@ def test_a_table_without_a_wheel_still_cites_the_release() -> None:
 
 
 def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> None:
-    table = _edited(LLAMA_KEY, rule="reversed", default="3,L//2+1,L-2")
+    table = _edited(LLAMA_KEY, rule="reversed", default="4,L//2,L-1")
     table["classes"][LLAMA_KEY]["needs_reading"] = ["llama.py:10: call of 'f'"]
     table["id_source"]["precedence"] = []
     forward = table["classes"][LLAMA_KEY]["placement"]["forward"]
@@ -364,7 +346,7 @@ def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> Non
         "sglang==0.5.23 llama.py (LlamaForCausalLM): the probed code cannot back a convention: "
         "llama.py:10: call of 'f'; selection rule 'reversed' has no registry equivalent; "
         "placement not boundary-exact: capture in llama.py LlamaModel.forward (lines 491): "
-        "boundary = element + 1; no-ids default '3,L//2+1,L-2' has no registry equivalent; "
+        "boundary = element + 1; no-ids default '4,L//2,L-1' has no registry equivalent; "
         "the draft-config reader needed reading (no evaluated precedence)"
     )
 
@@ -382,3 +364,12 @@ def test_an_ambiguous_placement_and_a_missing_default_are_named() -> None:
     del table["classes"][LLAMA_KEY]["selection"]["default"]
     with pytest.raises(ContractError, match=r"no-ids default None has no registry equivalent$"):
         R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
+
+
+def test_the_minimax_m3_default_is_boundaries_3_mid_plus_1_l_minus_2() -> None:
+    """sglang 0.5.23 minimax_m3_vl.py defaults to loop indices (3, L//2+1, L-2): a convention
+    backs it (explicit ids were refused for want of this default)."""
+    c = conventions.get("sglang==0.5.23", architectures=["MiniMaxM3SparseForConditionalGeneration"])
+    assert c.default is DefaultRule.BOUNDARIES_3_MIDP1_LM2
+    assert c.default.native(32) == c.default.boundaries(32) == (3, 17, 30)
+    assert c.describe_default(32) == "boundaries (3, L//2+1, L-2) = (3, 17, 30) for L = 32"

@@ -21,8 +21,8 @@ TARGETS = {
 def test_specforge_without_a_target_is_refused_naming_the_way_out(name: str) -> None:
     with pytest.raises(ContractError, match="specforge-hf") as info:
         conventions.get(name)
-    assert info.value.field == "convention"
-    assert "sglang==0.5.14" in str(info.value)
+    assert info.value.field == "target"
+    assert "sglang==0.5.14" in str(info.value) and "--target" in str(info.value)
 
 
 @pytest.mark.parametrize("arch", sorted(TARGETS))

@@ -137,18 +137,18 @@ def test_post_norm_segment_is_named(tmp_path: Path, tiny_llama, make_dump) -> No
 def test_shift_names_cause_and_fix(tmp_path: Path, tiny_llama, make_dump) -> None:
     model, ids = tiny_llama
     target = target_from_model(model, random_init=True, seed=7)
-    # a drafter trained on outputs [1, 2, 4]; sglang's post-#25454 rule reads [1, 2, 4]... as
-    # outputs (ids[0] == 1), so use [2, 3, 4]: read as loop indices -> canonical [1, 2, 3]
-    served = resolve_claim([2, 3, 4], "sglang", 6, basis="t").expected
+    # a drafter trained on outputs [2, 3, 4], served with ids [1, 2, 3]: the newest SGLang's
+    # llama.py takes every id as a layer output (+1 always) -> canonical [1, 2, 3]
+    served = resolve_claim([1, 2, 3], "sglang", 6, basis="t", model_type="llama").expected
     assert served == (1, 2, 3)
-    path = make_dump(tmp_path, "s.safetensors", model, ids, served, [2, 3, 4], "sglang")
+    path = make_dump(tmp_path, "s.safetensors", model, ids, served, [1, 2, 3], "sglang")
     contract = CaptureContract((2, 3, 4), 6, 32)
     (d,) = diagnose([read_dump(path)], target, contract=contract).dumps
     assert d.found == (1, 2, 3)
     assert d.findings[0].kind == FindingKind.SHIFTED.value
     assert "1 layer early" in d.findings[0].message
     assert "read these ids differently" in (d.cause or "")
-    assert "[3, 4, 5]" in (d.fix or "")  # what sglang needs to feed outputs 2, 3, 4
+    assert "[2, 3, 4]" in (d.fix or "")  # what sglang needs to feed outputs 2, 3, 4
     # against its own claim the dump is right: the engine does what its rule says
     (own,) = diagnose([read_dump(path)], target).dumps
     assert own.ok
@@ -289,14 +289,18 @@ def test_any_difference_is_reported_per_segment(want: list[int], got: list[int |
 
 def test_claim_resolution() -> None:
     assert resolve_claim([3, 31, 59], "hf-hidden-states", 61, basis="x").expected == (2, 30, 58)
-    assert resolve_claim([58, 2, 30], "sglang-legacy", 61, basis="x").expected == (2, 30, 58)
+    legacy = {"basis": "x", "architectures": ["LlamaForCausalLM"]}
+    assert resolve_claim([58, 2, 30], "sglang-legacy", 61, **legacy).expected == (2, 30, 58)
     assert resolve_claim([58, 2, 30], CANONICAL, 61, basis="x").expected == (58, 2, 30)
     # release names resolve with the target's model type (SGLang's rule is per model file)
     kimi = {"basis": "x", "model_type": "deepseek_v3"}
     assert resolve_claim([2, 30, 58], "sglang==0.5.23", 61, **kimi).expected == (1, 29, 57)
     assert resolve_claim([2, 30, 58], "sglang==0.5.12", 61, **kimi).expected == (2, 30, 58)
-    with pytest.raises(ContractError, match="unknown convention"):
+    with pytest.raises(ContractError, match="unknown system name 'sglangg': did you mean"):
         resolve_claim([1], "sglangg", 61, basis="x")
+    with pytest.raises(ContractError, match="--target") as err:  # never another file's rule
+        resolve_claim([2, 30, 58], "sglang", 61, basis="x")
+    assert err.value.field == "target"
     with pytest.raises(ContractError, match="outside"):
         resolve_claim([61], CANONICAL, 61, basis="x")
 

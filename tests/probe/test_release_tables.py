@@ -15,7 +15,7 @@ from eagle3_contracts.conventions.release_table import (
     known_releases,
     load_table,
 )
-from eagle3_contracts.conventions.releases import ALIASES, convention_from_table
+from eagle3_contracts.conventions.releases import convention_from_table
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import render
 from eagle3_contracts.probe.__main__ import HEADER, PACKAGE_DATA
@@ -145,35 +145,6 @@ def test_every_registry_answer_is_backed_by_the_probe_grid(framework, version):
                     n,
                 )
     assert backed >= 5
-
-
-# An alias is a registry entry; it must behave as its pinned release. Where the probe found the
-# released code to differ from the hand-written entry, the difference is listed here (and
-# reported): the test fails when one disappears or a new one appears.
-KNOWN_DIVERGENCES: dict[str, str] = {}
-
-
-@pytest.mark.parametrize("name", sorted(ALIASES))
-def test_each_alias_behaves_as_its_release_on_the_grid(name):
-    from eagle3_contracts import conventions
-    from eagle3_contracts.conventions.releases import alias_convention
-
-    entry, release = conventions.get(name), alias_convention(name)
-    assert entry.id_paths == release.id_paths
-    assert entry.default == release.default
-    assert entry.offset_rule == release.offset_rule
-    differs = []
-    for n in GRID_LAYERS:
-        for case, ids in grid_ids(n).items():
-            answers = []
-            for convention in (entry, release):
-                try:
-                    answers.append(frozenset(convention.to_canonical(ids or [], n)))
-                except ContractError:
-                    answers.append(None)
-            if answers[0] != answers[1]:
-                differs.append((case, n))
-    assert bool(differs) == (name in KNOWN_DIVERGENCES), (name, differs)
 
 
 def test_readme_table_is_generated_from_the_tables():

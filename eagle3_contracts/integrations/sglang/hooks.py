@@ -107,13 +107,14 @@ def sglang_fix(release: str, target: Mapping[str, Any]) -> Callable[[Sequence[in
     """The drafter setting that makes ``sglang==release`` feed the trained ids (per registry)."""
 
     def fix(expected: Sequence[int], num_layers: int) -> str:
+        from eagle3_contracts.conventions.names import engine_name
         from eagle3_contracts.conventions.predict import predict_feed
 
         want = tuple(expected)
         for shift in (1, 0, -1, 2):
             ids = [e + shift for e in want]
             draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}}
-            feed = predict_feed(f"sglang=={release}", draft, target)
+            feed = predict_feed(engine_name("sglang", release), draft, target)
             if feed.kind == "segments" and feed.canonical == want:
                 return f"eagle_config.eagle_aux_hidden_state_layer_ids = {ids}"
         return (

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
+from eagle3_contracts.conventions.names import engine_name
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.integrations.vllm.settings import Settings
 from eagle3_contracts.integrations.vllm.verdict import (
@@ -404,7 +405,7 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
     )
     hidden = int(getattr(draft_cfg, "target_hidden_size", None) or text_cfg.hidden_size)
     fc_states = getattr(getattr(drafter, "model", None), "num_aux_hidden_states", None)
-    convention = f"vllm=={vllm.__version__}:{runner_kind}"
+    convention = engine_name("vllm", vllm.__version__, runner_kind)
     expected, claim = _claim(draft_cfg, target_cfg, settings)
     session = Session(
         settings=settings,
