@@ -125,8 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     _refuse_unknown_options(config)
     config.stash[_CONFIGS] = _resolve_config_globs(config)
-    if config.stash[_CONFIGS]:
-        _check_system_names(config)
+    _check_system_names(config)
 
 
 _CONFIGS = pytest.StashKey[frozenset[Path]]()
@@ -162,21 +161,20 @@ def _ini_keys(config: pytest.Config) -> list[str]:
 
 
 def _check_system_names(config: pytest.Config) -> None:
-    """One usage error for the session for a system name nothing answers (rather than one
-    failure per drafter)."""
+    """``eagle3_serve_with`` / ``eagle3_trained_with`` name systems ``check`` knows (and a
+    trainer release never serves): one usage error for the session for one it does not (with
+    the closest known names), before anything is collected."""
     from eagle3_contracts.config.check import check_system_name
-    from eagle3_contracts.errors import Eagle3ContractsError
+    from eagle3_contracts.errors import ContractError
 
-    names = [("eagle3_serve_with", n, True) for n in config.getini("eagle3_serve_with")]
-    trained = str(config.getini("eagle3_trained_with")).strip()
-    if trained:
-        names.append(("eagle3_trained_with", trained, False))
-    for option, name, serving in names:
+    named = [("eagle3_serve_with", s, True) for s in config.getini("eagle3_serve_with")]
+    trained = config.getini("eagle3_trained_with").strip()
+    named += [("eagle3_trained_with", trained, False)] if trained else []
+    for option, name, serving in named:
         try:
             check_system_name(name, serving=serving)
-        except Eagle3ContractsError as exc:
-            message = " ".join(str(exc).split())
-            raise pytest.UsageError(f"{option} = {name}: {message}") from None
+        except ContractError as exc:
+            raise pytest.UsageError(f"{option} {name!r}: {exc}") from None
 
 
 def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:

@@ -291,10 +291,13 @@ def test_an_unknown_eagle3_option_is_a_usage_error(pytester, ini, expected):
 @pytest.mark.parametrize(
     ("ini", "expected"),
     [
-        ("eagle3_serve_with = vllm sglang-nope\n", "*eagle3_serve_with = sglang-nope:*"),
+        (
+            "eagle3_serve_with = vllm sglang-nope\n",
+            "*eagle3_serve_with 'sglang-nope': unknown system name*",
+        ),
         (
             "eagle3_serve_with = vllm\neagle3_trained_with = spcforge\n",
-            "*eagle3_trained_with = spcforge:*",
+            "*eagle3_trained_with 'spcforge': *did you mean*",
         ),
     ],
 )
@@ -322,3 +325,19 @@ def test_the_short_summary_leads_with_the_verdict_and_the_fix(pytester):
             "serve[[]vllm==0.33.0:v1[]]: shifted -1; fix eagle_aux_hidden_state_layer_ids = [[]3, 31, 59[]]"
         ]
     )
+
+
+def test_an_unknown_system_name_in_the_ini_is_a_usage_error_with_suggestions(pytester):
+    _drafter_repo(pytester, "eagle3_configs = drafters/*/config.json\neagle3_serve_with = vlm\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: eagle3_serve_with 'vlm': unknown system name 'vlm': did you mean 'vllm'?*"]
+    )
+    pytester.makeini(
+        "[pytest]\ntestpaths = drafters\neagle3_configs = drafters/*/config.json\n"
+        "eagle3_trained_with = vllm==abc\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: eagle3_trained_with 'vllm==abc': *not a release version*"])

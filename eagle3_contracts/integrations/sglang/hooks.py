@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from eagle3_contracts.conventions.names import engine_name
 from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
 from eagle3_contracts.integrations.vllm.settings import Settings, read_settings
 from eagle3_contracts.integrations.vllm.verdict import (
@@ -107,7 +108,6 @@ def sglang_fix(release: str, target: Mapping[str, Any]) -> Callable[[Sequence[in
     """The drafter setting that makes ``sglang==release`` feed the trained ids (per registry)."""
 
     def fix(expected: Sequence[int], num_layers: int) -> str:
-        from eagle3_contracts.conventions.names import engine_name
         from eagle3_contracts.conventions.predict import predict_feed
 
         want = tuple(expected)
@@ -184,7 +184,7 @@ class Session:
             raise ContractError("the embedding hook never fired", field="forward_hooks")
         hidden = int(self.embedding.shape[-1])
         release = sglang_release()
-        where = f"sglang=={release}, {self.model_file or 'unknown model file'}"
+        where = f"{engine_name('sglang', release)}, {self.model_file or 'unknown model file'}"
         config: Any = getattr(module, "config", None)
         target: dict[str, Any] = config.to_dict() if config is not None else {}
         found = None
@@ -245,7 +245,10 @@ class Session:
             system=f"sglang=={release} target aux states for the drafter (eagle3-contracts "
             "--forward-hooks; ids identified against the recorded residual stream)",
             hidden_size=hidden,
-            extra_metadata={"serve": f"sglang=={release}", "model_file": self.model_file},
+            extra_metadata={
+                "serve": engine_name("sglang", release),
+                "model_file": self.model_file,
+            },
         )
         self.log.info("%s dump: wrote %s [%s]", PREFIX, self.dump_path, where)
 
