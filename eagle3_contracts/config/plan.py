@@ -230,7 +230,7 @@ def _release_plan(
     # an unsupported or unknown row collects nothing: the partition is still checked
     pp = _release_pipeline(feed)
     ids, pp_dropped, unread = _pipeline(pp, ids, target.num_layers, partition, notes)
-    kind = "unknown" if unread and feed.kind in ("segments", "crash") else feed.kind
+    kind = "unknown" if unread and feed.kind == "segments" else feed.kind  # a crash stays one
     return CapturePlan(
         system=system,
         layer_ids=ids,
