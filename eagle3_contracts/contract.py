@@ -1,8 +1,9 @@
 """``CaptureContract``: which target layers a drafter reads, in which order, how wide.
 
 One declaration validates (``CaptureContract(...)`` raises ``ContractError`` on bad fields,
-``contract.validate(tensor)`` checks a captured tensor's width), generates hypothesis data
-(``CaptureContract.strategy()``) and lists the contracts of published drafters (``CaptureContract.published()``).
+``contract.validate(tensor)`` checks a captured tensor's width), draws hypothesis data
+(``CaptureContract.contracts()``, a strategy of contracts) and lists the contracts of published
+drafters (``CaptureContract.published()``).
 """
 
 from __future__ import annotations
@@ -174,8 +175,9 @@ class CaptureContract:
 
     # -- hypothesis and examples --------------------------------------------------------
     @classmethod
-    def strategy(cls, **kwargs: Any) -> SearchStrategy[CaptureContract]:
-        """Hypothesis strategy of contracts; see ``eagle3_contracts.testing.strategies.contracts``."""
+    def contracts(cls, **kwargs: Any) -> SearchStrategy[CaptureContract]:
+        """A hypothesis strategy drawing contracts (not captures); see
+        ``eagle3_contracts.testing.strategies.contracts``."""
         from eagle3_contracts.testing.strategies import contracts
 
         return contracts(**kwargs)
@@ -196,7 +198,7 @@ class CaptureContract:
     @classmethod
     def published(cls) -> tuple[CaptureContract, ...]:
         """The contracts of published drafters (public facts): Kimi-K2.5, Llama-3.1-8B,
-        Qwen3-235B, gpt-oss-120b. Fixed values; ``strategy()`` generates contracts."""
+        Qwen3-235B, gpt-oss-120b. Fixed values; ``contracts()`` draws contracts."""
         return (
             cls((2, 30, 58), num_layers=61, hidden_size=7168),  # Kimi-K2.5 drafter
             cls((1, 15, 28), num_layers=32, hidden_size=4096),  # Llama-3.1-8B, EAGLE default

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3_contracts._io import read_json_file
+from eagle3_contracts._io import read_json_file, replace_text
 from eagle3_contracts.errors import ConfigError
 
 STAMP_KEY = "eagle3_contract"
@@ -279,15 +279,7 @@ def write_stamp(draft: str | os.PathLike[str], stamp: Stamp) -> Path:
         )
     parse_stamp(stamp.to_dict(), source=str(path))  # never write what read_stamp refuses
     text = set_top_level_key(raw.decode("utf-8"), STAMP_KEY, stamp.to_dict())
-    tmp = path.with_name(f".{path.name}.eagle3-stamp.tmp")
-    try:
-        tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ConfigError(
-            f"cannot write the stamp: {exc.strerror or exc}", source=str(path)
-        ) from None
+    replace_text(path, text if text.endswith("\n") else text + "\n", what="stamp")
     return path
 
 

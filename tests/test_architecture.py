@@ -32,6 +32,7 @@ BASE = frozenset(
 EVERYTHING = frozenset(
     {
         *BASE,
+        "_hub.py",
         "conventions",
         "config",
         "stamp.py",
@@ -52,12 +53,13 @@ ALLOWED: dict[str, frozenset[str]] = {
     "_text.py": frozenset(),
     "_io.py": frozenset({"errors.py"}),  # bounded reading of user-named files (issue 12)
     "_json_edit.py": frozenset({"errors.py"}),  # minimal textual edits of a user's JSON file
+    "_hub.py": frozenset({"errors.py", "_io.py"}),  # Hub ids as local paths, HF cache first
     "layer_ids.py": frozenset({"errors.py"}),
     "contract.py": frozenset({"errors.py", "layer_ids.py"}),
     "differences.py": frozenset({"errors.py", "layer_ids.py"}),
     "conventions": BASE,
     "stamp.py": BASE | {"conventions"},
-    "config": BASE | {"conventions", "stamp.py", "parallel.partition"},
+    "config": BASE | {"conventions", "stamp.py", "parallel.partition", "_hub.py"},
     "probe": BASE | {"conventions"},
     "capture": BASE | {"conventions", "config"},
     "dumps": BASE | {"conventions", "config", "stamp.py", "capture"},
@@ -70,7 +72,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("contract.py", "testing"): "CaptureContract.strategy() hands out the hypothesis strategy "
+    ("contract.py", "testing"): "CaptureContract.contracts() hands out the hypothesis strategy "
     "(one declaration validates and generates); imported lazily inside the method",
     ("parallel", "testing"): "the parallel simulations run synthetic targets on real gloo "
     "processes: they are test machinery by purpose",
@@ -82,6 +84,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 TORCH_FREE = (
+    "_hub",
     "errors",
     "layer_ids",
     "contract",

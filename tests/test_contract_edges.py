@@ -329,7 +329,7 @@ def test_contract_for_defaults_to_ascending() -> None:
     assert CaptureContract([30, 2], 61, 8) == CaptureContract((30, 2), 61, 8, "ascending")
 
 
-@given(CaptureContract.strategy())
+@given(CaptureContract.contracts())
 def test_the_strategy_draws_valid_contracts(c: CaptureContract) -> None:
     assert isinstance(c, CaptureContract)
     assert CaptureContract.from_dict(c.to_dict()) == c

@@ -16,7 +16,12 @@ from typing import Any
 
 from eagle3_contracts import conventions
 from eagle3_contracts._text import text_table
-from eagle3_contracts.config.drafter import ERROR, DrafterCheck, check_drafter_coherence
+from eagle3_contracts.config.drafter import (
+    ERROR,
+    DrafterCheck,
+    TensorInfo,
+    check_drafter_coherence,
+)
 from eagle3_contracts.config.plan import CapturePlan, Finding, FindingKind, compare, resolve
 from eagle3_contracts.config.readers import (
     DraftConfig,
@@ -350,7 +355,7 @@ def check_drafter(
     hidden_size: int | None = None,
     trained_with: str | None = None,
     serve_with: Sequence[str] = (),
-    weights: str | os.PathLike[str] | None = None,
+    weights: str | os.PathLike[str] | Mapping[str, TensorInfo] | None = None,
     served_configs: Sequence[PathOrDict | DraftConfig] = (),
     pp_size: int | None = None,
     pp_partition: str | Sequence[int] | None = None,
@@ -359,6 +364,9 @@ def check_drafter(
 ) -> CheckReport:
     """Resolve, compare and check one drafter; see the module docstring.
 
+    ``draft``, ``target`` and ``weights`` may be Hub ids (``org/name[@revision]``, resolved
+    by ``eagle3_contracts._hub``: the HF cache first). A drafter directory holding
+    ``*.safetensors`` is read whole: its weights are checked without ``weights``.
     ``served_configs``: other draft configs served in place of ``draft`` (the trained one);
     each is checked against the training of ``draft``. ``pp_size``/``pp_partition``: the
     serving pipeline split (``"15,15,16,15"``). The training claim is the drafter's stamp,
@@ -382,38 +390,27 @@ def check_drafter(
         _check_name(trained_with, "trained_with")
     for name in systems:
         _check_serving(name)
+    draft, target, weights = _resolve_sources(draft, target, weights, notes)
     draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     target_cfg = _target(target, num_layers, hidden_size)
     if env_claim is not None and draft_cfg.raw.get(STAMP_KEY) is None:
         trained_with = env_claim
         notes.append(f"training claim: no stamp; {ENV_TRAINED_WITH}={env_claim}")
 
+    if draft_cfg.schema == "speculators" and draft_cfg.top_level_ids is None:
+        from eagle3_contracts.conventions.speculators import CONVERTER
+
+        n = target_cfg.num_layers
+        notes.append(
+            "a speculators config without eagle_aux_hidden_state_layer_ids: if speculators' "
+            f"converter wrote it, the source checkpoint's ids were dropped ({CONVERTER}); it is "
+            f"served with the default boundaries [2, L//2, L-3] = {[2, n // 2, n - 3]} whatever "
+            "the drafter was trained on (give --trained-with and the source's ids to check that)"
+        )
     stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
     if stamped is not None:
         trained_with = stamped.system
-        readings: tuple[tuple[str, CapturePlan], ...] = ((stamped.system, stamped),)
-        ambiguous = False
-    elif trained_with is not None:
-        readings = ((trained_with, resolve(draft_cfg, target_cfg, trained_with)),)
-        ambiguous = False
-    else:
-        both: tuple[tuple[str, CapturePlan], ...] = tuple(
-            (name, resolve(draft_cfg, target_cfg, name)) for name in conventions.READINGS
-        )
-        ambiguous = len({p.layer_ids for _, p in both}) > 1
-        if ambiguous:
-            readings = both
-            notes.append(
-                "the ids' meaning is ambiguous without --trained-with: under 'output' (SpecForge, "
-                "ModelOpt, TensorRT-LLM) and 'boundary' (vLLM, speculators, original EAGLE) they "
-                "name different layers"
-            )
-        else:
-            readings = (("output = boundary", both[0][1]),)
-            notes.append(
-                "no --trained-with: both readings of the config give the same layers "
-                f"[{_ids(both[0][1].layer_ids)}]"
-            )
+    readings, ambiguous = _readings(stamped, draft_cfg, target_cfg, trained_with, notes)
 
     served = [draft_cfg] + [
         c if isinstance(c, DraftConfig) else read_draft_config(c) for c in served_configs
@@ -422,26 +419,18 @@ def check_drafter(
     labels = [_label(c.source, taken) for c in served]
     partitions = _partitions(systems, target_cfg, pp_size, pp_partition)
 
-    rows = []
-    for reading, trained in readings:
-        for label, cfg in zip(labels, served, strict=True):
-            for name in systems:
-                part = partitions.get(name) if partitions else None
-                plan = resolve(cfg, target_cfg, name, partition=part)
-                stages = None
-                if part is not None:
-                    from eagle3_contracts.parallel.partition import stage_ownership
-
-                    stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
-                rows.append(CheckRow(label, reading, name, plan, compare(trained, plan), stages))
+    rows = [
+        _row(label, reading, trained, name, cfg, target_cfg, partitions)
+        for reading, trained in readings
+        for label, cfg in zip(labels, served, strict=True)
+        for name in systems
+    ]
 
     trained0 = readings[0][1]
     num_ids = len(trained0.layer_ids) + len(trained0.non_canonical)
-    drafter = (
-        check_drafter_coherence(draft_cfg, target_cfg, num_ids, weights=weights)
-        if not trained0.refused
-        else ()
-    )
+    if trained0.refused:  # the drafter's files are still read and checked: its fc has one
+        num_ids = len(trained0.native_ids or ())  # input per listed id
+    drafter = check_drafter_coherence(draft_cfg, target_cfg, num_ids, weights=weights)
     pipeline = None
     if partitions:
         pipeline = {
@@ -460,6 +449,90 @@ def check_drafter(
         pipeline=pipeline,
         title=title,
     )
+
+
+def _resolve_sources(
+    draft: PathOrDict | DraftConfig,
+    target: PathOrDict | TargetConfig | None,
+    weights: str | os.PathLike[str] | Mapping[str, TensorInfo] | None,
+    notes: list[str],
+) -> tuple[
+    PathOrDict | DraftConfig,
+    PathOrDict | TargetConfig | None,
+    str | os.PathLike[str] | Mapping[str, TensorInfo] | None,
+]:
+    """Hub ids as local paths (or fetched headers), each resolution noted; a drafter directory
+    with ``*.safetensors`` files gives the weights when ``weights`` is not given."""
+    from eagle3_contracts import _hub
+
+    if isinstance(draft, str):
+        draft, how = _hub.resolve_model(draft, what="draft")
+        notes += [how] if how else []
+    if isinstance(target, str):
+        target, how = _hub.resolve_model(target, what="target")
+        notes += [how] if how else []
+    if isinstance(weights, str):
+        found, how = _hub.resolve_weights(weights)
+        notes += [how] if how else []
+        weights = (
+            found
+            if isinstance(found, str)
+            else {n: TensorInfo(t.file, t.dtype, t.shape) for n, t in found.items()}
+        )
+    elif weights is None and isinstance(draft, (str, os.PathLike)):
+        folder = Path(draft)
+        if folder.is_dir() and any(folder.glob("*.safetensors")):
+            weights = str(folder)
+            notes.append(f"weights read from the drafter directory {folder}")
+    return draft, target, weights
+
+
+def _readings(
+    stamped: CapturePlan | None,
+    draft: DraftConfig,
+    target: TargetConfig,
+    trained_with: str | None,
+    notes: list[str],
+) -> tuple[tuple[tuple[str, CapturePlan], ...], bool]:
+    """What the drafter was trained on: the stamp's, the named trainer's, or both readings of
+    its ids (and whether they differ)."""
+    if stamped is not None:
+        return ((stamped.system, stamped),), False
+    if trained_with is not None:
+        return ((trained_with, resolve(draft, target, trained_with)),), False
+    both = tuple((name, resolve(draft, target, name)) for name in conventions.READINGS)
+    if len({p.layer_ids for _, p in both}) > 1:
+        notes.append(
+            "the ids' meaning is ambiguous without --trained-with: under 'output' (SpecForge, "
+            "ModelOpt, TensorRT-LLM) and 'boundary' (vLLM, speculators, original EAGLE) they "
+            "name different layers"
+        )
+        return both, True
+    notes.append(
+        "no --trained-with: both readings of the config give the same layers "
+        f"[{_ids(both[0][1].layer_ids)}]"
+    )
+    return (("output = boundary", both[0][1]),), False
+
+
+def _row(
+    label: str,
+    reading: str,
+    trained: CapturePlan,
+    name: str,
+    draft: DraftConfig,
+    target: TargetConfig,
+    partitions: Mapping[str, Any],
+) -> CheckRow:
+    """One row: what ``name`` feeds the served config, against the training."""
+    part = partitions.get(name) if partitions else None
+    plan = resolve(draft, target, name, partition=part)
+    stages = None
+    if part is not None:
+        from eagle3_contracts.parallel.partition import stage_ownership
+
+        stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
+    return CheckRow(label, reading, name, plan, compare(trained, plan), stages)
 
 
 def _stamp_plan(

@@ -5,18 +5,21 @@ reads ids, what it does when they are absent, its offset rule, which ids it can 
 duplicates, concatenation order and (given a partition) pipeline-parallel drops. The result, a
 ``CapturePlan``, holds canonical ids in concatenation order plus a note for every default or
 drop that applied. ``compare(trained, served)`` says how two plans differ and which native ids
-would make the serving system feed what the drafter was trained on.
+would make the serving system feed what the drafter was trained on; for an engine release
+``proven_fix`` writes each candidate id list where that release reads ids, predicts again
+(``conventions.predict``) and keeps the first that feeds exactly the trained layers, so a
+printed fix is never a guess (``apply_fix`` writes it into a copy of the config).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts import conventions
-from eagle3_contracts.config import serving
 from eagle3_contracts.config.readers import (
     DraftConfig,
     TargetConfig,
@@ -30,9 +33,10 @@ from eagle3_contracts.conventions import (
     DefaultRule,
     PipelineParallel,
     Validation,
+    predict,
     releases,
 )
-from eagle3_contracts.conventions.names import EngineSpec, FixedReading, TrainerSpec, parse_system
+from eagle3_contracts.conventions.names import EngineSpec, TrainerSpec, needs_target, parse_system
 from eagle3_contracts.conventions.predict import Feed
 from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
 from eagle3_contracts.errors import ContractError
@@ -63,7 +67,7 @@ class CapturePlan:
     refused: str | None = None  # the system refuses this config at load (why)
     pp_dropped: tuple[int, ...] = ()  # canonical ids lost to pipeline parallelism
     convention: Convention | None = field(default=None, repr=False, compare=False)
-    # -- release-true answers (engines and trainer releases, ``config.serving``) -------------
+    # -- release-true answers (engines and trainer releases, ``conventions.predict``) --------
     kind: str = "segments"  # "segments", "crash", "unsupported" or "unknown"
     crash: str | None = None  # crash class ("fc-width-mismatch", "embedding-residual-none", ...)
     release: str | None = None  # "sglang==0.5.23" (the release answered for)
@@ -161,7 +165,7 @@ def resolve(
 
     Engine names (``sglang``, ``vllm==0.33.0:v1``) and trainer releases (``specforge``,
     ``specforge==0.2.0``: what it trained the drafter on) are answered per release through
-    ``config.serving``.
+    ``conventions.predict.predict_system``.
     """
     draft = (
         draft_config if isinstance(draft_config, DraftConfig) else read_draft_config(draft_config)
@@ -171,15 +175,19 @@ def resolve(
         if isinstance(target_config, TargetConfig)
         else read_target_config(target_config)
     )
-    if isinstance(system, str):
-        spec = parse_system(system, field="system")
-        if not isinstance(spec, FixedReading):
-            return _release_plan(draft, target, system, partition)
+    if isinstance(system, str) and needs_target(parse_system(system, field="system")):
+        return _release_plan(draft, target, system, partition)  # answered per release
     conv = conventions.get(system, model_type=target.model_type, architectures=target.architectures)
     n = target.num_layers
     notes: list[str] = []
 
     native, source = _read_ids(draft, conv, n, notes)
+    cited = "; ".join(conv.sources) if conv.release else ""
+    kind, crash = "segments", None
+    unwritten = _unwritten(conv, native, n)
+    if unwritten:  # the whole feed is unreliable: no layers are claimed
+        notes.append(unwritten)
+        kind, crash = "crash", "uninitialised-aux-slots"
     if native is None:
         boundaries = conv.default.boundaries(n)
         if boundaries is None:
@@ -194,9 +202,14 @@ def resolve(
     else:
         refused = _refusal(conv, native, n)
         non_canonical, pairs = _split_post_norm(conv, native, n, notes)
-        ids = _capture(conv, pairs, n, notes, default=False) if not refused else ()
+        ids = _capture(conv, pairs, n, notes, default=False) if not (refused or crash) else ()
+        if crash:
+            non_canonical = ()
         if refused:
-            notes.append(f"{conv.system} refuses this config at load: {refused}")
+            if conv.validation is Validation.CRASHES:
+                notes.append(f"{conv.system} cannot train on this config: {refused}")
+            else:
+                notes.append(f"{conv.system} refuses this config at load: {refused}")
             non_canonical = ()
 
     pp = _Pipeline(conv.pipeline_parallel, conv.captures_before_layer, conv.system)
@@ -214,7 +227,28 @@ def resolve(
         refused=refused,
         pp_dropped=pp_dropped,
         convention=conv,
-        kind="unknown" if unread else "segments",
+        kind="unknown" if unread and kind == "segments" else kind,
+        crash=crash,
+        source=cited,
+        assumptions=conv.assumptions,
+    )
+
+
+def _unwritten(conv: Convention, native: tuple[int, ...] | None, n: int) -> str:
+    """For a system that accepts any id (``Validation.UNINITIALISED``): why the drafter reads
+    buffer slots no layer writes ("" when every id is a layer or a post-norm id)."""
+    if native is None or conv.validation is not Validation.UNINITIALISED:
+        return ""
+    post_norm = conv.post_norm_id.natives(n)
+    offset = conv.offset_rule.offset(native, n)
+    reach = conv.boundary_range(n)
+    bad = [i for i in native if i not in post_norm and i + offset not in reach]
+    if not bad:
+        return ""
+    return (
+        f"ids {bad} are no layer of a {n}-layer target: {conv.system} accepts them, sizes its "
+        f"hidden-state buffer for {len(native)} states and never writes their slots, so the "
+        "drafter silently reads uninitialised memory there"
     )
 
 
@@ -224,7 +258,7 @@ def _release_plan(
     system: str,
     partition: LayerPartition | None,
 ) -> CapturePlan:
-    feed = serving.feed_for(system, draft, target)
+    feed = predict.predict_system(system, dict(draft.raw), target)
     notes = list(feed.notes)
     ids = feed.canonical
     # an unsupported or unknown row collects nothing: the partition is still checked
@@ -300,6 +334,26 @@ def _where(conv: Convention) -> str:
 
 
 def _refusal(conv: Convention, native: tuple[int, ...], n: int) -> str | None:
+    if conv.validation is Validation.CRASHES:
+        reach = conv.boundary_range(n)
+        offset = conv.offset_rule.offset(native, n)
+        bad = [i for i in native if i + offset not in reach]
+        dupes = sorted({i for i in native if native.count(i) > 1})
+        if bad or dupes:
+            why = "; ".join(
+                part
+                for part in (
+                    f"ids {bad} are no layer of a {n}-layer target" if bad else "",
+                    f"ids {dupes} are listed twice" if dupes else "",
+                )
+                if part
+            )
+            hooks = len(set(native) - set(bad))
+            return (
+                f"{why}: {hooks} hook(s) for an fc built for {len(native)} states, training "
+                "crashes at its first forward (no drafter can have been trained on this config)"
+            )
+        return None
     if conv.exact_count is not None and len(native) != conv.exact_count:
         return f"it requires exactly {conv.exact_count} ids, got {len(native)}"
     if conv.dedup is Dedup.REJECTED and len(set(native)) != len(native):
@@ -487,6 +541,9 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
                     None,
                 )
             )
+        if served.feed is not None and served.feed.ignored_flags:
+            said = [n for n in served.notes if n.startswith(predict.IGNORED_FLAG)]
+            raw.append((FindingKind.FLAG_IGNORED, "; ".join(said), (), None))
         new_post = [x for x in served.non_canonical if x not in trained.non_canonical]
         if new_post:
             raw.append(
@@ -570,6 +627,13 @@ def _release_verdict(
                 None,
             )
         return (FindingKind.UNKNOWN, f"unknown: needs reading at {served.source}", (), None)
+    if served.kind == "crash" and served.feed is None and not trained.refused:
+        return (  # a registry entry's crash (TensorRT-LLM's unwritten buffer slots)
+            FindingKind.CRASHES,
+            f"{served.key} {served.crash}: {why(served)}",
+            (),
+            None,
+        )
     if trained.refused or served.refused or trained.kind != "segments" or served.feed is None:
         return None
     if served.kind == "crash":
@@ -608,7 +672,7 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
             "post-norm state instead of aux states (eagle_config.use_aux_hidden_state)"
         )
     draft, target = served.inputs
-    fix = serving.proven_fix(
+    fix = proven_fix(
         trained.layer_ids,
         _trained_count(trained),
         served.system,
@@ -694,3 +758,111 @@ def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | N
             f"{conv.system} drops states captured on earlier stages"
         )
     return native, f"set {conv.setting} = {list(native)}"
+
+
+# -- proven fixes: the id list a release must read, checked by predicting again ----------
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Native ids proven to make a release feed the trained layers, or why none exist."""
+
+    native_ids: tuple[int, ...] | None
+    path: str | None  # the JSON path to write them at
+    why: str  # the fix in words
+
+    @property
+    def label(self) -> str:
+        if self.native_ids is None or self.path is None:
+            return "no native ids can fix it (see details)"
+        return f"{self.path} = [{', '.join(map(str, self.native_ids))}]"
+
+
+def proven_fix(
+    want: Sequence[int],
+    trained_count: int,
+    system: str,
+    feed: Feed,
+    draft: DraftConfig,
+    target: TargetConfig,
+    *,
+    state: str = "residual stream",
+) -> Fix:
+    """The id list to write where ``system`` reads ids so that it feeds exactly ``want``
+    (canonical, trained order), checked by predicting again; else why no list does."""
+    if feed.kind == "unsupported":
+        return Fix(None, None, f"no native ids can fix it: {feed.source}")
+    if feed.kind == "unknown":
+        return Fix(None, None, "no fix is printed for an unknown answer: " + "; ".join(feed.notes))
+    if feed.final_state:
+        return Fix(
+            None,
+            None,
+            "no native ids can fix it: eagle_config.use_aux_hidden_state is false, so no aux "
+            "states are captured; remove it (or set it true) to serve an EAGLE-3 drafter",
+        )
+    if list(want) != sorted(want) or len(set(want)) != len(want):
+        return Fix(
+            None,
+            None,
+            f"no native ids can express it: {feed.release} concatenates each layer once in "
+            f"ascending order, the drafter was trained on [{', '.join(map(str, want))}]; "
+            "retrain with a sorted list of distinct ids",
+        )
+    if feed.state == predict.DELTA and state != predict.DELTA:
+        return Fix(
+            None,
+            None,
+            f"no native ids can fix it: {feed.system} feeds the {feed.state} "
+            f"({feed.notes[-1] if feed.notes else feed.source}); serve with a release that "
+            "captures the residual stream",
+        )
+    if feed.read_path is None:
+        return Fix(None, None, f"no native ids can fix it: {feed.release} reads no config field")
+    base = tuple(want)
+    seen: set[tuple[int, ...]] = set()
+    for form in (base, tuple(i + 1 for i in base)):
+        for k in range(len(form)):
+            cand = form[k:] + form[:k]
+            if cand in seen:
+                continue
+            seen.add(cand)
+            again = predict.predict_feed(system, _with_ids(draft.raw, feed.read_path, cand), target)
+            if (
+                again.kind == "segments"
+                and again.canonical == base
+                and again.width_states == trained_count
+                and again.state == state
+            ):
+                why = f"set {feed.read_path} = [{', '.join(map(str, cand))}]"
+                return Fix(cand, feed.read_path, why + f": {again.system} then feeds them")
+    reason = (
+        f"no id list written at {feed.read_path} makes {feed.system} feed canonical {list(base)}"
+    )
+    if feed.width_states is not None and feed.width_states != trained_count:
+        reason += (
+            f"; its fc takes {feed.width_states} states, the drafter has {trained_count}: set "
+            f"num_aux_hidden_states = {trained_count}"
+        )
+    return Fix(None, None, reason)
+
+
+def _with_ids(raw: Mapping[str, Any], path: str, ids: Sequence[int]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(raw))
+    node = out
+    *heads, last = path.split(".")
+    for head in heads:
+        child = node.get(head)
+        if not isinstance(child, dict):
+            child = {}
+            node[head] = child
+        node = child
+    node[last] = list(ids)
+    return out
+
+
+def apply_fix(raw: Mapping[str, Any], fix: Fix) -> dict[str, Any]:
+    """A copy of the drafter's config with ``fix`` applied (for tests and ``--json`` users)."""
+    if fix.native_ids is None or fix.path is None:
+        raise ValueError("this fix has no native ids to apply")
+    return _with_ids(raw, fix.path, fix.native_ids)

@@ -3,7 +3,7 @@
 This entry is SpecForge's removed HF backend (forward hooks on layer outputs, list-order
 concatenation), kept under the name ``specforge-hf``. SpecForge 0.2.0, the PyPI release, has only
 the SGLang backend: what it trained on is what SGLang 0.5.14 captures for the target's model
-file, answered per release by ``conventions.trainers.predict_training("specforge==0.2.0", ...)``
+file, answered per release by ``conventions.predict.predict_system("specforge==0.2.0", ...)``
 (``check --trained-with specforge``).
 """
 

@@ -1,11 +1,11 @@
 """What a trainer release trained a drafter on: its probed id resolution, refusals and the
 engine release whose captures are its training features (``conventions/data/trainers/``).
 
-``predict_training("specforge==0.2.0", draft_config, target_config)`` resolves the ids as the
-trainer does (its default when the config has none; its refusals as a ``crash``), then asks the
-pinned capture engine (``predict.predict_feed(..., explicit_ids=ids)``) which layers it
-captures for the target's model file. An engine release named as the trainer answers as that
-engine (its captures were the training data).
+``predict_trainer(spec, draft_config, target_config)`` resolves the ids as the trainer does
+(its default when the config has none; its refusals as a ``crash``), then asks the pinned
+capture engine (``predict.predict_feed(..., explicit_ids=ids)``) which layers it captures for
+the target's model file. ``predict.predict_system`` answers any system name: an engine
+release's feed, or a trainer release's training features.
 """
 
 from __future__ import annotations
@@ -14,15 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eagle3_contracts.conventions import release_table
+from eagle3_contracts.conventions import releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
-from eagle3_contracts.conventions.names import (
-    TRAINER_DEFAULTS,
-    EngineSpec,
-    TrainerSpec,
-    parse_system,
-)
+from eagle3_contracts.conventions.names import TrainerSpec, parse_system
 from eagle3_contracts.conventions.predict import (
     Feed,
     TargetLike,
@@ -30,7 +25,7 @@ from eagle3_contracts.conventions.predict import (
     predict_feed,
     target_facts,
 )
-from eagle3_contracts.conventions.release_table import DefaultSelection
+from eagle3_contracts.conventions.releases import DefaultSelection
 from eagle3_contracts.errors import ContractError
 
 
@@ -49,13 +44,22 @@ class TrainerRelease:
     sources: tuple[str, ...]
 
 
+ONLINE_CAPTURE = (
+    "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture launches "
+    "SGLang with --enable-spec-capture --spec-capture-aux-layer-ids (specforge/launch_plan.py:"
+    "492-495), flags its pinned sglang 0.5.14 does not have (sglang/srt/server_args.py defines "
+    "no spec capture option)"
+)
+"""What a SpecForge 0.2.0 answer assumes about how its training features were captured."""
+
+
 def trainer_release(name: str) -> TrainerRelease:
     """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
     spec = parse_system(name, field="trained_with")
     if not isinstance(spec, TrainerSpec):
         raise ContractError(f"{name!r} is not a trainer release", field="trained_with")
     name = spec.release
-    table = release_table.load_trainer_table(spec.framework, spec.release_version)
+    table = releases.load_trainer_table(spec.framework, spec.release_version)
     if table.resolver_needs_reading or table.engine is None or table.default is None:
         raise ContractError(
             f"{name}: the probed table cannot back a prediction "
@@ -83,49 +87,24 @@ def trainer_release(name: str) -> TrainerRelease:
     )
 
 
-def predict_training(
-    trained_with: str, draft_config: Mapping[str, Any], target_config: TargetLike
+def predict_trainer(
+    spec: TrainerSpec, draft_config: Mapping[str, Any], target_config: TargetLike
 ) -> Feed:
-    """The canonical features a drafter was trained on, for a trainer release
-    (``specforge==0.2.0``; ``specforge`` = its newest release) or an engine release whose
-    captures were the training data (``sglang==0.5.14``)."""
-    spec = parse_system(trained_with, field="trained_with")
-    if isinstance(spec, EngineSpec):
-        return predict_feed(spec, draft_config, target_config)
-    if not isinstance(spec, TrainerSpec):
-        raise ContractError(
-            f"{trained_with!r} is not a trainer release; known: "
-            f"{', '.join(TRAINER_DEFAULTS.values())}",
-            field="trained_with",
-        )
+    """The canonical features a trainer release (``specforge==0.2.0``; ``specforge`` = its
+    newest release) trained the drafter ``draft_config`` on, for the target."""
     assumptions: list[str] = []
     if spec.version is None:
         assumptions.append(
             f"unversioned {spec.key!r} = its newest release {spec.release} with its "
             "default (only) backend sglang"
         )
-    key = spec.release
-    trainer = trainer_release(key)
-    target = target_facts(target_config)
-    n = target.num_layers
+    trainer = trainer_release(spec.release)
+    n = target_facts(target_config).num_layers
     eagle = draft_config.get("eagle_config")
-    ids = eagle.get(TOP) if isinstance(eagle, Mapping) else None
+    given = eagle.get(TOP) if isinstance(eagle, Mapping) else None
+    ids = _resolved_ids(trainer, given, n, assumptions)
     source = "; ".join(trainer.sources)
-    ids_source = NESTED if ids is not None else "default"
-    if ids is None:
-        ids = trainer.default.elements(n)
-        assumptions.append(
-            f"no {NESTED}: {trainer.name}'s default [{trainer.default.value.replace(',', ', ')}]"
-            f" = {ids}"
-        )
-    ids = list(int_tuple(ids, NESTED))
-    refused = []
-    if (trainer.count and len(ids) != trainer.count) or any(i < 0 for i in ids):
-        refused.append(f"needs exactly {trainer.count} non-negative ids, got {ids}")
-    if trainer.distinct and len(set(ids)) != len(ids):
-        refused.append(f"duplicate ids in {ids}")
-    if trainer.below_depth and any(i >= n for i in ids):
-        refused.append(f"ids {[i for i in ids if i >= n]} exceed the target depth {n}")
+    refused = _refusals(trainer, ids, n)
     if refused:
         return Feed(
             kind="crash",
@@ -138,6 +117,8 @@ def predict_training(
             source=source,
             assumptions=tuple(assumptions),
             notes=(f"{trainer.name} refuses this config: {'; '.join(refused)}",),
+            native_ids=tuple(ids),  # what was refused: the drafter's files are still checked
+            ids_source=NESTED if given is not None else "default",
         )
     captured = predict_feed(trainer.engine, draft_config, target_config, explicit_ids=ids)
     kind, crash = captured.kind, captured.crash
@@ -157,15 +138,39 @@ def predict_training(
         assumptions=(
             *assumptions,
             f"training features = what {trainer.engine} captures for "
-            f"{captured.model_file or 'this target'} "
-            "(offline capture; the online path uses a patched SGLang 0.5.14 server assumed to "
-            "call the same setter)",
+            f"{captured.model_file or 'this target'} (offline capture). {ONLINE_CAPTURE}",
             *captured.assumptions,
         ),
         native_ids=tuple(ids),
-        ids_source=ids_source,
+        ids_source=NESTED if given is not None else "default",
         entry_class=captured.entry_class,
         notes=captured.notes,
         state=captured.state,
         read_path=NESTED,
     )
+
+
+def _resolved_ids(
+    trainer: TrainerRelease, given: Any, num_layers: int, assumptions: list[str]
+) -> list[int]:
+    """The ids the trainer resolves: the config's, else its probed default."""
+    if given is None:
+        given = trainer.default.elements(num_layers)
+        assumptions.append(
+            f"no {NESTED}: {trainer.name}'s default [{trainer.default.value.replace(',', ', ')}]"
+            f" = {given}"
+        )
+    return list(int_tuple(given, NESTED))
+
+
+def _refusals(trainer: TrainerRelease, ids: list[int], num_layers: int) -> list[str]:
+    """Why the trainer refuses these ids (its resolver and offline checks), if it does."""
+    n = num_layers
+    refused = []
+    if (trainer.count and len(ids) != trainer.count) or any(i < 0 for i in ids):
+        refused.append(f"needs exactly {trainer.count} non-negative ids, got {ids}")
+    if trainer.distinct and len(set(ids)) != len(ids):
+        refused.append(f"duplicate ids in {ids}")
+    if trainer.below_depth and any(i >= n for i in ids):
+        refused.append(f"ids {[i for i in ids if i >= n]} exceed the target depth {n}")
+    return refused

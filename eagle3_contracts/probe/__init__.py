@@ -5,7 +5,7 @@ installing or importing anything); ``whitelist`` decides which functions are pur
 ``selection`` evaluates those on recording stubs over a grid of ids and depths; ``idsource``
 finds where the draft config's ids are read and in what precedence; ``placement`` reads each
 model's forward loop statically; ``tables`` assembles one JSON table per release (the package
-data, read through ``conventions.release_table``); ``render``
+data, read through ``conventions.releases``); ``render``
 turns tables into the README table and drift diffs. The command line is
 ``python -m eagle3_contracts.probe {refresh,check,bisect,table}``; only ``table`` and the tests
 work offline.

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from eagle3_contracts.conventions.names import EngineSpec, TrainerSpec, parse_system
-from eagle3_contracts.conventions.release_table import ReleaseTable, TrainerTable
+from eagle3_contracts.conventions.releases import ReleaseTable, TrainerTable
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import fetch, render
 from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES, TRAINER_RELEASES, TRAINERS

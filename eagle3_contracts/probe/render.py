@@ -1,6 +1,6 @@
 """Read answers out of release tables: canonical layers fed, behaviour digests, diffs, README.
 
-Everything here reads tables through the typed model (``conventions.release_table``), never
+Everything here reads tables through the typed model (``conventions.releases``), never
 the network: the README table and the drift comparison come from the data the package ships.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from eagle3_contracts.conventions.release_table import Placement, ReleaseTable
+from eagle3_contracts.conventions.releases import Placement, ReleaseTable
 
 FEATURED: tuple[str, ...] = (
     "llama.py", "qwen3.py", "qwen3_moe.py", "deepseek_v2.py", "kimi_k25.py", "glm4_moe_lite.py",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eagle3_contracts.conventions.release_table import DefaultSelection, SelectionRule
+from eagle3_contracts.conventions.releases import DefaultSelection, SelectionRule
 from eagle3_contracts.probe.stubs import make_self
 from eagle3_contracts.probe.whitelist import check_pure, compile_pure
 

@@ -14,7 +14,7 @@ the wheel (never installed, never imported):
   ``set_eagle3_layers_to_capture`` as explicit ids.
 
 ``python -m eagle3_contracts.probe refresh --release specforge==0.2.0`` writes the table next to
-the engine tables; ``conventions.trainers.predict_training`` reads it.
+the engine tables; ``conventions.trainers`` reads it.
 """
 
 from __future__ import annotations

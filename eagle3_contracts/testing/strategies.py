@@ -179,7 +179,7 @@ def contracts(
     allow_embedding: bool | SearchStrategy[bool] = True,
     order: Order | SearchStrategy[Order] = ANY_ORDER,
 ) -> SearchStrategy[CaptureContract]:
-    """Valid ``CaptureContract`` objects (also ``CaptureContract.strategy(**kwargs)``).
+    """Valid ``CaptureContract`` objects (also ``CaptureContract.contracts(**kwargs)``).
 
     ``layer_ids`` fixes the ids (value or strategy); by default they are drawn for the depth.
     """

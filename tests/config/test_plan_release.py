@@ -1,7 +1,7 @@
 """Release plans (``resolve`` of ``sglang==0.5.23``, ``vllm==0.32.0:v1``, ``specforge==0.2.0``)
 and ``compare``'s release verdicts and fixes.
 
-A release plan is the release's ``Feed`` (``config.serving.feed_for``) in plan form: the fields
+A release plan is the release's ``Feed`` (``conventions.predict.predict_system``) in plan form: the fields
 ``check`` prints and emits in JSON are the feed's, and an unknown, unsupported or crashing row, or
 an fc built for another number of states, is one finding that names the release, why, and (for an
 fc) both widths; its fix says there is none, or writes the ids where that release reads them.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts import ContractError, compare, resolve
-from eagle3_contracts.config import serving
 from eagle3_contracts.config.plan import FindingKind as K
 from eagle3_contracts.config.readers import IDS_FIELD, read_draft_config, read_target_config
+from eagle3_contracts.conventions import predict
 from eagle3_contracts.conventions.predict import Feed
 from eagle3_contracts.parallel.partition import LayerPartition
 
@@ -35,7 +35,9 @@ def nested(*ids: int, **extra: object) -> dict:
 
 
 def feed(draft: dict, target: dict, system: str) -> Feed:
-    return serving.feed_for(system, read_draft_config(draft), read_target_config(target))
+    return predict.predict_system(
+        system, dict(read_draft_config(draft).raw), read_target_config(target)
+    )
 
 
 # -- the plan is the feed -----------------------------------------------------------------------

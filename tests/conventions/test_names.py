@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eagle3_contracts import conventions, resolve
-from eagle3_contracts.conventions import release_table, releases
+from eagle3_contracts.conventions import releases
 from eagle3_contracts.conventions.names import (
     ALIASES,
     CANONICAL,
@@ -166,7 +166,7 @@ def test_known_names_are_every_accepted_unversioned_name() -> None:
 
 
 def test_one_alias_table_of_probed_releases() -> None:
-    probed = release_table.known_releases()
+    probed = releases.known_releases()
     assert ALIASES == {
         "sglang-legacy": "sglang==0.5.12",
         "sglang-gpt-oss": "sglang==0.5.17",
@@ -216,20 +216,20 @@ ENGINE_NAMES = (
     "sglang",
     "sglang-legacy",
     "sglang-gpt-oss",
-    *(f"sglang=={v}" for v in release_table.known_releases()["sglang"]),
+    *(f"sglang=={v}" for v in releases.known_releases()["sglang"]),
     "vllm",
     "vllm-nested",
-    *(f"vllm=={v}" for v in release_table.known_releases()["vllm"]),
-    *(f"vllm=={v}:v1" for v in release_table.known_releases()["vllm"]),
+    *(f"vllm=={v}" for v in releases.known_releases()["vllm"]),
+    *(f"vllm=={v}:v1" for v in releases.known_releases()["vllm"]),
 )
 
 
 def _probed_architectures() -> tuple[str, ...]:
     """Every architecture some probed release maps to a model file."""
     found: set[str] = set()
-    for framework, versions in release_table.known_releases().items():
+    for framework, versions in releases.known_releases().items():
         for version in versions:
-            found |= set(release_table.load_table(framework, version).architectures)
+            found |= set(releases.load_table(framework, version).architectures)
     return tuple(sorted(found))
 
 

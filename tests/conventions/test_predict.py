@@ -1,4 +1,4 @@
-"""predict_feed / predict_training: one answer per (engine, release, runner, model file) and per
+"""predict_feed / predict_system: one answer per (engine, release, runner, model file) and per
 (trainer, release, backend), from the committed probe tables (no network)."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import pytest
 
 from eagle3_contracts.conventions import predict
 from eagle3_contracts.conventions.names import parse_system
-from eagle3_contracts.conventions.predict import Feed, predict_feed
-from eagle3_contracts.conventions.release_table import known_releases
-from eagle3_contracts.conventions.trainers import predict_training
+from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
+from eagle3_contracts.conventions.releases import known_releases
 from eagle3_contracts.errors import ContractError
 
 IDS = "eagle_aux_hidden_state_layer_ids"
@@ -187,10 +186,10 @@ def test_aliases() -> None:
 
 
 def test_specforge_0_2_0_trains_what_sglang_0_5_14_captures() -> None:
-    kimi = predict_training("specforge", nested(2, 30, 58), DSV3)
+    kimi = predict_system("specforge", nested(2, 30, 58), DSV3)
     assert kimi.release == "specforge==0.2.0" and kimi.canonical == (1, 29, 57)
     assert any("newest release specforge==0.2.0" in a for a in kimi.assumptions)
-    default = predict_training("specforge==0.2.0", {}, LLAMA)  # [1, 15, 28], explicit to SGLang
+    default = predict_system("specforge==0.2.0", {}, LLAMA)  # [1, 15, 28], explicit to SGLang
     assert default.canonical == (1, 15, 28) and default.native_ids == (1, 15, 28)
 
 
@@ -198,12 +197,12 @@ def test_specforge_0_2_0_trains_what_sglang_0_5_14_captures() -> None:
     ("ids", "why"), [((1, 2), "exactly 3"), ((2, 2, 30), "duplicate"), ((1, 2, 61), "depth")]
 )
 def test_specforge_refuses_what_its_resolver_refuses(ids: tuple[int, ...], why: str) -> None:
-    feed = predict_training("specforge==0.2.0", nested(*ids), DSV3)
+    feed = predict_system("specforge==0.2.0", nested(*ids), DSV3)
     assert feed.crash == "trainer-refused" and why in feed.notes[0]
 
 
 def test_an_engine_release_as_trainer_is_its_capture() -> None:
-    assert predict_training("sglang==0.5.14", nested(2, 16, 29), LLAMA) == predict_feed(
+    assert predict_system("sglang==0.5.14", nested(2, 16, 29), LLAMA) == predict_feed(
         "sglang==0.5.14", nested(2, 16, 29), LLAMA
     )
 

@@ -14,13 +14,10 @@ from typing import Any
 import pytest
 
 from eagle3_contracts.config.readers import read_target_config
-from eagle3_contracts.conventions import predict, release_table
-from eagle3_contracts.conventions.predict import (
-    Feed,
-    predict_feed,
-)
+from eagle3_contracts.conventions import predict, releases
+from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
 from eagle3_contracts.conventions.releases import newest_release
-from eagle3_contracts.conventions.trainers import TrainerRelease, predict_training, trainer_release
+from eagle3_contracts.conventions.trainers import TrainerRelease, trainer_release
 from eagle3_contracts.errors import ContractError
 
 IDS = "eagle_aux_hidden_state_layer_ids"
@@ -945,7 +942,7 @@ def test_trainer_release_as_probed() -> None:
         count=3,
         distinct=True,
         below_depth=True,
-        default=release_table.DefaultSelection.ONE_MIDM1_LM4,
+        default=releases.DefaultSelection.ONE_MIDM1_LM4,
         sources=SPECFORGE_SOURCES,
     )
 
@@ -959,17 +956,17 @@ def test_an_unprobed_trainer_release_is_refused() -> None:
 
 def test_an_unknown_trainer_is_refused_naming_the_known() -> None:
     with pytest.raises(ContractError) as err:
-        predict_training("trtllm", {}, LLAMA)
+        predict_system("trtllm", {}, LLAMA)
     assert err.value.field == "trained_with"
     assert str(err.value) == "'trtllm' is not a trainer release; known: specforge==0.2.0"
     with pytest.raises(ContractError) as err:
-        predict_training("axolotl==1.0", {}, LLAMA)
+        predict_system("axolotl==1.0", {}, LLAMA)
     assert err.value.field == "trained_with"
     assert str(err.value).startswith("unknown system name 'axolotl==1.0': known: ")
 
 
 def test_specforge_json_form() -> None:
-    feed = predict_training("specforge", {}, LLAMA)
+    feed = predict_system("specforge", {}, LLAMA)
     engine_source = (
         "sglang==0.5.14 llama.py:LlamaForCausalLM.set_eagle3_layers_to_capture (line 812); ids "
         "handed to the setter by the caller; capture in llama.py LlamaModel.forward (lines 408)"
@@ -986,14 +983,17 @@ def test_specforge_json_form() -> None:
             "unversioned 'specforge' = its newest release specforge==0.2.0 with its default "
             "(only) backend sglang",
             f"no {NESTED}: specforge==0.2.0's default [1, L//2-1, L-4] = [1, 15, 28]",
-            "training features = what sglang==0.5.14 captures for llama.py (offline capture; the "
-            "online path uses a patched SGLang 0.5.14 server assumed to call the same setter)",
+            "training features = what sglang==0.5.14 captures for llama.py (offline capture). "
+            "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture "
+            "launches SGLang with --enable-spec-capture --spec-capture-aux-layer-ids "
+            "(specforge/launch_plan.py:492-495), flags its pinned sglang 0.5.14 does not have "
+            "(sglang/srt/server_args.py defines no spec capture option)",
         ],
         native_ids=[1, 15, 28],
         ids_source="default",  # SpecForge's own default: read from no config field
         read_path=NESTED,
     )
-    read = predict_training("specforge", nested(1, 15, 28), LLAMA)
+    read = predict_system("specforge", nested(1, 15, 28), LLAMA)
     assert (read.native_ids, read.ids_source, read.read_path) == ((1, 15, 28), NESTED, NESTED)
 
 
@@ -1012,30 +1012,32 @@ def test_specforge_json_form() -> None:
     ],
 )
 def test_specforge_refusals(ids: tuple[int, ...], why: str) -> None:
-    feed = predict_training("specforge==0.2.0", nested(*ids), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(*ids), LLAMA)
     assert feed.to_dict() == json_form(
         kind="crash",
         crash="trainer-refused",
         release="specforge==0.2.0",
         source="; ".join(SPECFORGE_SOURCES),
         notes=[f"specforge==0.2.0 refuses this config: {why}"],
+        native_ids=list(ids),  # what was refused, so the drafter's files are still checked
+        ids_source=NESTED,
     )
 
 
 def test_specforge_accepts_the_last_layer_and_layer_zero() -> None:
-    feed = predict_training("specforge==0.2.0", nested(0, 15, 31), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(0, 15, 31), LLAMA)
     assert feed.crash != "trainer-refused"
     assert feed.native_ids == (0, 15, 31)
 
 
 def test_specforge_ids_must_be_integers() -> None:
     with pytest.raises(ContractError) as err:
-        predict_training("specforge==0.2.0", {"eagle_config": {IDS: "1,2,3"}}, LLAMA)
+        predict_system("specforge==0.2.0", {"eagle_config": {IDS: "1,2,3"}}, LLAMA)
     assert err.value.field == NESTED
 
 
 def test_specforge_on_a_target_its_engine_cannot_place() -> None:
-    feed = predict_training(
+    feed = predict_system(
         "specforge==0.2.0", nested(1, 15, 28), {**LLAMA, "architectures": ["NoSuch"]}
     )
     assert (feed.kind, feed.width_states, feed.crash, feed.release) == (
@@ -1052,7 +1054,7 @@ def test_specforge_on_a_target_its_engine_cannot_place() -> None:
 
 def test_specforge_crash_in_capture_is_kept() -> None:
     qwen3_moe = {**QWEN3_MOE, "num_hidden_layers": 8}
-    feed = predict_training("specforge==0.2.0", nested(1, 3, 7), qwen3_moe)  # layers[8]
+    feed = predict_system("specforge==0.2.0", nested(1, 3, 7), qwen3_moe)  # layers[8]
     assert (feed.kind, feed.crash, feed.width_states) == ("crash", "setter-index-error", 3)
     assert feed.notes == (
         "the inner setter indexes self.layers[e] for e in [2, 4, 8]: e >= 8 raises IndexError "
@@ -1119,15 +1121,15 @@ def patch_table(
     monkeypatch: pytest.MonkeyPatch, framework: str, version: str, edit: Any
 ) -> dict[str, Any]:
     """Serve a copy of one release's table, edited as a future probe might write it."""
-    table = copy.deepcopy(release_table.read_json(framework, version))
+    table = copy.deepcopy(releases.read_json(framework, version))
     edit(table)
-    typed = release_table.ReleaseTable.from_json(table)
-    real = release_table.load_table
+    typed = releases.ReleaseTable.from_json(table)
+    real = releases.load_table
 
-    def load(fw: str, v: str) -> release_table.ReleaseTable:
+    def load(fw: str, v: str) -> releases.ReleaseTable:
         return typed if (fw, v) == (framework, version) else real(fw, v)
 
-    monkeypatch.setattr(release_table, "load_table", load)
+    monkeypatch.setattr(releases, "load_table", load)
     return table
 
 
@@ -1250,10 +1252,10 @@ def test_a_class_without_a_chain_cites_its_entry_class(monkeypatch: pytest.Monke
 
 
 def patch_trainer(monkeypatch: pytest.MonkeyPatch, edit: Any) -> None:
-    table = copy.deepcopy(release_table.read_trainer_json("specforge", "0.2.0"))
+    table = copy.deepcopy(releases.read_trainer_json("specforge", "0.2.0"))
     edit(table)
-    typed = release_table.TrainerTable.from_json(table)
-    monkeypatch.setattr(release_table, "load_trainer_table", lambda fw, v: typed)
+    typed = releases.TrainerTable.from_json(table)
+    monkeypatch.setattr(releases, "load_trainer_table", lambda fw, v: typed)
 
 
 @pytest.mark.parametrize(
@@ -1270,7 +1272,7 @@ def test_a_trainer_table_that_cannot_back_a_prediction_is_refused(
 ) -> None:
     patch_trainer(monkeypatch, edit)
     with pytest.raises(ContractError) as err:
-        predict_training("specforge==0.2.0", nested(1, 15, 28), LLAMA)
+        predict_system("specforge==0.2.0", nested(1, 15, 28), LLAMA)
     assert err.value.field == "trained_with"
     assert str(err.value) == f"specforge==0.2.0: the probed table cannot back a prediction ({why})"
 
@@ -1284,7 +1286,7 @@ def test_the_id_count_a_trainer_insists_on(
 ) -> None:
     patch_trainer(monkeypatch, lambda t: t["resolver"].update(refuses=refuses))
     assert trainer_release("specforge==0.2.0").count == count
-    feed = predict_training("specforge==0.2.0", nested(2, 16), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(2, 16), LLAMA)
     assert (feed.crash == "trainer-refused") is bool(count)
 
 
@@ -1295,7 +1297,7 @@ def test_a_trainer_without_offline_checks_takes_duplicates_and_deep_ids(
     trainer = trainer_release("specforge==0.2.0")
     assert (trainer.distinct, trainer.below_depth) == (False, False)
     assert trainer.sources == (*SPECFORGE_SOURCES[:3], SPECFORGE_SOURCES[5])
-    feed = predict_training("specforge==0.2.0", nested(2, 2, 40), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(2, 2, 40), LLAMA)
     assert feed.crash != "trainer-refused"
 
 
@@ -1314,15 +1316,15 @@ def test_a_malformed_engine_name_is_refused_as_a_release(name: str) -> None:
 
 
 def test_an_install_without_one_engines_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    known = release_table.known_releases()
-    monkeypatch.setattr(release_table, "known_releases", lambda: {"sglang": known["sglang"]})
+    known = releases.known_releases()
+    monkeypatch.setattr(releases, "known_releases", lambda: {"sglang": known["sglang"]})
     feed = predict_feed("vllm==0.33.0:v1", top(3, 17, 30), LLAMA)
     assert (feed.kind, feed.runner) == ("unknown", "v1")
     assert feed.notes[0].startswith("vllm==0.33.0 has not been probed (known: ); probe it with")
 
 
 def test_a_refused_training_keeps_its_assumptions() -> None:
-    feed = predict_training("specforge", nested(1, 2), LLAMA)
+    feed = predict_system("specforge", nested(1, 2), LLAMA)
     assert feed.crash == "trainer-refused"
     assert feed.assumptions == (
         "unversioned 'specforge' = its newest release specforge==0.2.0 with its default (only) "
@@ -1333,7 +1335,7 @@ def test_a_refused_training_keeps_its_assumptions() -> None:
 def test_training_features_have_the_state_the_engine_captures() -> None:
     small = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 64}
     draft = {"hidden_size": 192, **nested(1, 15, 28)}  # 3 states x 64 = the drafter's width
-    feed = predict_training("specforge==0.2.0", draft, small)
+    feed = predict_system("specforge==0.2.0", draft, small)
     engine = predict_feed("sglang==0.5.14", draft, small, explicit_ids=[1, 15, 28])
     assert feed.state == engine.state == predict.FC_SKIPPED
     assert feed.notes == engine.notes
@@ -1343,19 +1345,23 @@ def test_training_features_have_the_state_the_engine_captures() -> None:
     "name", ["specforge", " specforge ", "specforge == 0.2.0", "spec forge", "sglang==0.5.14"]
 )
 def test_every_trainer_release_name_is_answered(name: str) -> None:
-    feed = predict_training(name, nested(1, 15, 28), LLAMA)
+    feed = predict_system(name, nested(1, 15, 28), LLAMA)
     assert feed.kind == "segments" and feed.canonical in ((1, 15, 28), (0, 14, 27))
 
 
 def test_vllm_always_applies_fc() -> None:
     small = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 6, "hidden_size": 64}
-    feed = predict_feed("vllm==0.32.0:v1", {"hidden_size": 192, **top(2, 3, 4)}, small)
+    draft = {"hidden_size": 192, "target_hidden_size": 64, **top(2, 3, 4)}
+    feed = predict_feed("vllm==0.32.0:v1", draft, small)
     assert (feed.kind, feed.canonical, feed.state, feed.notes) == (
         "segments",
         (1, 2, 3),
         predict.STREAM,
         (),
     )
+    # without target_hidden_size, llama_eagle3.py:218-221 sizes fc 3 x 192 for a 3 x 64 feed
+    unsized = predict_feed("vllm==0.32.0:v1", {"hidden_size": 192, **top(2, 3, 4)}, small)
+    assert (unsized.kind, unsized.crash) == ("crash", "fc-width-mismatch")
 
 
 def test_vllm_v2_without_ids_notes_only_its_default() -> None:
@@ -1473,7 +1479,7 @@ def test_a_target_crash_keeps_the_state_of_what_was_stored() -> None:
 def test_training_features_narrower_than_the_trainers_fc_are_a_named_crash() -> None:
     # ids[0] == 1: +1, so 31 is loop index 32, which a 32-layer SGLang 0.5.14 loop never reaches:
     # two states for the three-state fc SpecForge builds (the crash class used to be dropped)
-    feed = predict_training("specforge==0.2.0", nested(1, 15, 31), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(1, 15, 31), LLAMA)
     assert (feed.kind, feed.crash, feed.canonical, feed.width_states) == (
         "crash",
         "fc-width-mismatch",
@@ -1484,18 +1490,21 @@ def test_training_features_narrower_than_the_trainers_fc_are_a_named_crash() -> 
 
 def test_an_engine_fc_width_from_the_draft_config_does_not_crash_training() -> None:
     # num_aux_hidden_states sizes the engine's fc, not the trainer's: three ids, three states
-    feed = predict_training("specforge==0.2.0", nested(1, 15, 28, num_aux_hidden_states=4), LLAMA)
+    feed = predict_system("specforge==0.2.0", nested(1, 15, 28, num_aux_hidden_states=4), LLAMA)
     assert (feed.kind, feed.crash, feed.canonical) == ("segments", None, (1, 15, 28))
     draft = {"num_aux_hidden_states": 4, **nested(1, 15, 28)}
-    feed = predict_training("specforge==0.2.0", draft, LLAMA)
+    feed = predict_system("specforge==0.2.0", draft, LLAMA)
     assert (feed.kind, feed.crash, feed.canonical) == ("segments", None, (1, 15, 28))
 
 
 def test_a_training_capture_of_an_unknown_model_file_says_this_target() -> None:
     foo = {"architectures": ["FooForCausalLM"], "num_hidden_layers": 32, "hidden_size": 64}
-    feed = predict_training("specforge==0.2.0", nested(1, 15, 28), foo)
+    feed = predict_system("specforge==0.2.0", nested(1, 15, 28), foo)
     assert (feed.kind, feed.model_file) == ("unknown", "")
     assert feed.assumptions[0] == (
-        "training features = what sglang==0.5.14 captures for this target (offline capture; the "
-        "online path uses a patched SGLang 0.5.14 server assumed to call the same setter)"
+        "training features = what sglang==0.5.14 captures for this target (offline capture). "
+        "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture "
+        "launches SGLang with --enable-spec-capture --spec-capture-aux-layer-ids "
+        "(specforge/launch_plan.py:492-495), flags its pinned sglang 0.5.14 does not have "
+        "(sglang/srt/server_args.py defines no spec capture option)"
     )

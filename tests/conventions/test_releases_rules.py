@@ -1,6 +1,6 @@
 """``conventions.releases`` at its edges: which model file a target's architectures or
 model_type pick, what each alias stands for, and how a probed table row becomes a
-``Convention`` (or why it cannot). The tables themselves: ``test_release_table.py``.
+``Convention`` (or why it cannot). The tables themselves: ``test_releases_table.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from eagle3_contracts.conventions import (
     Role,
 )
 from eagle3_contracts.conventions import releases as R
-from eagle3_contracts.conventions.release_table import ReleaseTable, load_table, read_json
+from eagle3_contracts.conventions.releases import ReleaseTable, load_table, read_json
 from eagle3_contracts.errors import ContractError
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
@@ -364,6 +364,7 @@ def test_an_ambiguous_placement_and_a_missing_default_are_named() -> None:
     del table["classes"][LLAMA_KEY]["selection"]["default"]
     with pytest.raises(ContractError, match=r"no-ids default None has no registry equivalent$"):
         R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
+        R.convention_from_table(table, LLAMA_KEY)
 
 
 def test_the_minimax_m3_default_is_boundaries_3_mid_plus_1_l_minus_2() -> None:

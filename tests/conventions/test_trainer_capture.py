@@ -1,5 +1,5 @@
 """``conventions.get("specforge")`` means SpecForge 0.2.0, whose ids mean what sglang 0.5.14's
-model file makes of them: the same answer ``predict_training`` gives, and never the removed HF
+model file makes of them: the same answer ``predict_system`` gives, and never the removed HF
 backend's element-wise reading unless asked for by name (``specforge-hf``)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from eagle3_contracts import conventions
-from eagle3_contracts.conventions.trainers import predict_training
+from eagle3_contracts.conventions.predict import predict_system
 from eagle3_contracts.errors import ContractError
 
 TARGETS = {
@@ -27,11 +27,11 @@ def test_specforge_without_a_target_is_refused_naming_the_way_out(name: str) -> 
 
 @pytest.mark.parametrize("arch", sorted(TARGETS))
 @pytest.mark.parametrize("ids", [(2, 20, 29), (1, 15, 28), (3, 10, 20)])
-def test_specforge_reading_equals_predict_training(arch: str, ids: tuple[int, ...]) -> None:
+def test_specforge_reading_equals_predict_system(arch: str, ids: tuple[int, ...]) -> None:
     num_layers = TARGETS[arch]
     target = {"architectures": [arch], "num_hidden_layers": num_layers, "hidden_size": 64}
     draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": list(ids)}}
-    trained = predict_training("specforge==0.2.0", draft, target)
+    trained = predict_system("specforge==0.2.0", draft, target)
     convention = conventions.get("specforge", architectures=[arch])
     assert convention.to_canonical(ids, num_layers) == trained.canonical
     assert convention.system.startswith("specforge==0.2.0 via SGLang 0.5.14")

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_contracts.conventions.release_table import (
+from eagle3_contracts.conventions.releases import (
     Placement,
     ReleaseTable,
     SelectionRule,
+    convention_from_table,
     known_releases,
     load_table,
 )
-from eagle3_contracts.conventions.releases import convention_from_table
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import render
 from eagle3_contracts.probe.__main__ import HEADER, PACKAGE_DATA

@@ -7,8 +7,7 @@ import textwrap
 from pathlib import Path
 
 from eagle3_contracts.conventions import OffsetRule
-from eagle3_contracts.conventions.release_table import ReleaseTable
-from eagle3_contracts.conventions.releases import convention_from_table
+from eagle3_contracts.conventions.releases import ReleaseTable, convention_from_table
 from eagle3_contracts.probe import render
 from eagle3_contracts.probe.frameworks import SGLANG
 from eagle3_contracts.probe.tables import build_table, dumps

@@ -37,7 +37,7 @@ def test_layer_ids_are_unique_valid_and_respect_the_flags(data, num_layers):
 
 
 @given(
-    contract=CaptureContract.strategy(
+    contract=CaptureContract.contracts(
         num_layers=st.integers(3, 5), hidden_size=8, order="as_listed"
     )
 )

@@ -1,4 +1,4 @@
-"""``conventions.release_table``: the one typed model of the probed release tables. Which
+"""``conventions.releases``: the one typed model of the probed release tables. Which
 releases are shipped and in what order (the newest is what an unversioned name means),
 refusals naming the field and the accepted values, the rule vocabulary the probe and the
 predictor share, and a table's JSON read tolerantly (keys a newer probe adds are ignored; a
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_contracts.conventions import release_table as RT
+from eagle3_contracts.conventions import releases as RT
 from eagle3_contracts.conventions._entry import DefaultRule, Meaning, OffsetRule
 from eagle3_contracts.conventions.releases import newest_release
 from eagle3_contracts.errors import ContractError

@@ -1,5 +1,5 @@
-"""``config.serving``: which names are answered per release, what a release feeds (``feed_for``),
-and the fix ``proven_fix`` prints: the ids to write where that release reads them, proven by
+"""``config.plan``'s proven fix: the fix ``proven_fix`` prints for what a release feeds
+(``conventions.predict.predict_system``): the ids to write where that release reads them, proven by
 predicting again (a printed fix re-checks as ok), or why no id list can work; ``apply_fix``
 writes exactly those ids at that path and leaves the rest of the drafter's config unchanged.
 """
@@ -10,7 +10,7 @@ import copy
 
 import pytest
 
-from eagle3_contracts.config import serving
+from eagle3_contracts.config import plan
 from eagle3_contracts.config.readers import IDS_FIELD, read_draft_config, read_target_config
 from eagle3_contracts.conventions import predict
 from eagle3_contracts.conventions.names import needs_target, parse_system
@@ -37,7 +37,11 @@ def draft(*ids: int):
 
 
 def feed_of(system: str, config: dict, target) -> Feed:
-    return serving.feed_for(system, read_draft_config(config), target)
+    return predict.predict_system(system, config, target)
+
+
+def feed_for(system: str, drafter, target) -> Feed:
+    return predict.predict_system(system, dict(drafter.raw), target)
 
 
 def row(**kw: object) -> Feed:
@@ -81,7 +85,7 @@ def test_engines_aliases_and_trainer_releases_are_answered_per_release(
 
 # -- what a release feeds ------------------------------------------------------------------------
 def test_an_unversioned_engine_is_its_newest_release_and_says_so() -> None:
-    fed = serving.feed_for("sglang", draft(2, 30, 58), DSV3)
+    fed = feed_for("sglang", draft(2, 30, 58), DSV3)
     assert (fed.kind, fed.release, fed.model_file) == (
         "segments",
         "sglang==0.5.23",
@@ -90,7 +94,7 @@ def test_an_unversioned_engine_is_its_newest_release_and_says_so() -> None:
     # 0.5.23 reads ids[0] != 1 as loop indices: boundaries 2, 30, 58 = canonical 1, 29, 57
     assert (fed.canonical, fed.native_ids, fed.ids_source) == ((1, 29, 57), (2, 30, 58), NESTED)
     assert fed.assumptions == ("unversioned 'sglang' = the newest probed release sglang==0.5.23",)
-    legacy = serving.feed_for("sglang-legacy", draft(2, 30, 58), DSV3)  # +1 always
+    legacy = feed_for("sglang-legacy", draft(2, 30, 58), DSV3)  # +1 always
     assert (legacy.release, legacy.canonical, legacy.assumptions) == (
         "sglang==0.5.12",
         (2, 30, 58),
@@ -100,11 +104,11 @@ def test_an_unversioned_engine_is_its_newest_release_and_says_so() -> None:
 
 def test_a_trainer_release_feeds_what_it_trained_on() -> None:
     # SpecForge 0.2.0 captures with SGLang 0.5.14, which reads [2, 30, 58] as loop indices
-    fed = serving.feed_for("specforge==0.2.0", draft(2, 30, 58), DSV3)
+    fed = feed_for("specforge==0.2.0", draft(2, 30, 58), DSV3)
     assert (fed.kind, fed.release, fed.canonical) == ("segments", "specforge==0.2.0", (1, 29, 57))
     assert "training features = what sglang==0.5.14 captures" in fed.assumptions[-1]
     # the unversioned trainer name says which release and backend it stands for
-    bare = serving.feed_for("specforge", draft(2, 30, 58), DSV3)
+    bare = feed_for("specforge", draft(2, 30, 58), DSV3)
     assert bare.canonical == fed.canonical and bare.assumptions[0] == (
         "unversioned 'specforge' = its newest release specforge==0.2.0 with its default (only) "
         "backend sglang"
@@ -113,14 +117,14 @@ def test_a_trainer_release_feeds_what_it_trained_on() -> None:
 
 # -- the fix: none, with the reason ---------------------------------------------------------------
 def test_an_unsupported_row_has_no_fix_and_names_its_source() -> None:
-    fix = serving.proven_fix((1, 29, 57), 3, "sglang", row(kind="unsupported"), draft(), DSV3)
-    assert fix == serving.Fix(None, None, "no native ids can fix it: deepseek_v2.py:3458")
+    fix = plan.proven_fix((1, 29, 57), 3, "sglang", row(kind="unsupported"), draft(), DSV3)
+    assert fix == plan.Fix(None, None, "no native ids can fix it: deepseek_v2.py:3458")
     assert fix.label == "no native ids can fix it (see details)"
 
 
 def test_an_unknown_row_has_no_fix_and_names_every_note() -> None:
     unknown = row(kind="unknown", notes=("needs reading at a.py:1", "and at b.py:2"))
-    fix = serving.proven_fix((1, 29, 57), 3, "sglang", unknown, draft(), DSV3)
+    fix = plan.proven_fix((1, 29, 57), 3, "sglang", unknown, draft(), DSV3)
     assert (fix.native_ids, fix.path) == (None, None)
     assert (
         fix.why == "no fix is printed for an unknown answer: needs reading at a.py:1; and at b.py:2"
@@ -131,7 +135,7 @@ def test_serving_the_final_state_has_no_id_fix() -> None:
     config = {"eagle_config": {IDS_FIELD: [2, 30, 58], "use_aux_hidden_state": False}}
     fed = feed_of("sglang==0.5.23", config, DSV3)
     assert fed.final_state
-    fix = serving.proven_fix((1, 29, 57), 3, "sglang==0.5.23", fed, draft(2, 30, 58), DSV3)
+    fix = plan.proven_fix((1, 29, 57), 3, "sglang==0.5.23", fed, draft(2, 30, 58), DSV3)
     assert (fix.native_ids, fix.path) == (None, None)
     assert fix.why == (
         "no native ids can fix it: eagle_config.use_aux_hidden_state is false, so no aux states "
@@ -150,8 +154,8 @@ def test_serving_the_final_state_has_no_id_fix() -> None:
 def test_an_order_or_a_repeat_no_engine_concatenates_has_no_id_fix(
     want: tuple[int, ...], shown: str
 ) -> None:
-    fed = serving.feed_for("sglang", draft(2, 30, 58), DSV3)
-    fix = serving.proven_fix(want, len(want), "sglang", fed, draft(2, 30, 58), DSV3)
+    fed = feed_for("sglang", draft(2, 30, 58), DSV3)
+    fix = plan.proven_fix(want, len(want), "sglang", fed, draft(2, 30, 58), DSV3)
     assert (fix.native_ids, fix.path) == (None, None)
     assert fix.why == (
         "no native ids can express it: sglang==0.5.23 concatenates each layer once in ascending "
@@ -160,9 +164,9 @@ def test_an_order_or_a_repeat_no_engine_concatenates_has_no_id_fix(
 
 
 def test_a_release_feeding_layer_deltas_cannot_serve_a_residual_trained_drafter() -> None:
-    fed = serving.feed_for("sglang==0.5.23", draft(1, 16, 30), GEMMA)
+    fed = feed_for("sglang==0.5.23", draft(1, 16, 30), GEMMA)
     assert fed.state == predict.DELTA and len(fed.notes) == 1
-    fix = serving.proven_fix((1, 16, 33), 3, "sglang==0.5.23", fed, draft(1, 16, 30), GEMMA)
+    fix = plan.proven_fix((1, 16, 33), 3, "sglang==0.5.23", fed, draft(1, 16, 30), GEMMA)
     assert (fix.native_ids, fix.path) == (None, None)
     assert fix.why == (
         f"no native ids can fix it: sglang==0.5.23 gemma3_causal.py feeds the {predict.DELTA} "
@@ -172,30 +176,30 @@ def test_a_release_feeding_layer_deltas_cannot_serve_a_residual_trained_drafter(
 
 def test_the_delta_reason_cites_the_last_note_else_the_source() -> None:
     noted = row(state=predict.DELTA, notes=("first", "why: stores hidden alone"))
-    fix = serving.proven_fix((1, 29, 57), 3, "sglang", noted, draft(), DSV3)
+    fix = plan.proven_fix((1, 29, 57), 3, "sglang", noted, draft(), DSV3)
     assert fix.why == (
         "no native ids can fix it: sglang==0.5.23 deepseek_v2.py feeds the "
         f"{predict.DELTA} (why: stores hidden alone); serve with a release that captures the "
         "residual stream"
     )
-    bare = serving.proven_fix((1, 29, 57), 3, "sglang", row(state=predict.DELTA), draft(), DSV3)
+    bare = plan.proven_fix((1, 29, 57), 3, "sglang", row(state=predict.DELTA), draft(), DSV3)
     assert f"{predict.DELTA} (deepseek_v2.py:3458); serve" in bare.why
 
 
 def test_a_release_reading_no_config_field_has_no_id_fix() -> None:
-    fix = serving.proven_fix((1, 29, 57), 3, "sglang", row(read_path=None), draft(), DSV3)
-    assert fix == serving.Fix(
+    fix = plan.proven_fix((1, 29, 57), 3, "sglang", row(read_path=None), draft(), DSV3)
+    assert fix == plan.Fix(
         None, None, "no native ids can fix it: sglang==0.5.23 reads no config field"
     )
 
 
 def test_a_residual_release_cannot_serve_a_delta_trained_drafter() -> None:
     # sglang-legacy feeds Gemma's residual stream: no id list gives the deltas it was trained on
-    fed = serving.feed_for("sglang-legacy", draft(1, 16, 30), GEMMA)
+    fed = feed_for("sglang-legacy", draft(1, 16, 30), GEMMA)
     assert fed.state == predict.STREAM
     kw = {"state": predict.DELTA}
-    fix = serving.proven_fix((1, 16, 33), 3, "sglang-legacy", fed, draft(1, 16, 30), GEMMA, **kw)
-    assert fix == serving.Fix(
+    fix = plan.proven_fix((1, 16, 33), 3, "sglang-legacy", fed, draft(1, 16, 30), GEMMA, **kw)
+    assert fix == plan.Fix(
         None,
         None,
         f"no id list written at {NESTED} makes sglang==0.5.12 gemma3_causal.py feed canonical "
@@ -205,9 +209,9 @@ def test_a_residual_release_cannot_serve_a_delta_trained_drafter() -> None:
 
 def test_a_layer_the_release_cannot_capture_has_no_fix() -> None:
     # sglang 0.5.23 never captures the last layer's output (canonical 60 of 61)
-    fed = serving.feed_for("sglang", draft(2, 30, 58), DSV3)
-    fix = serving.proven_fix((10, 20, 60), 3, "sglang", fed, draft(2, 30, 58), DSV3)
-    assert fix == serving.Fix(
+    fed = feed_for("sglang", draft(2, 30, 58), DSV3)
+    fix = plan.proven_fix((10, 20, 60), 3, "sglang", fed, draft(2, 30, 58), DSV3)
+    assert fix == plan.Fix(
         None,
         None,
         f"no id list written at {NESTED} makes sglang==0.5.23 deepseek_v2.py feed canonical "
@@ -216,9 +220,9 @@ def test_a_layer_the_release_cannot_capture_has_no_fix() -> None:
 
 
 def test_an_fc_for_another_number_of_states_names_the_setting() -> None:
-    fed = serving.feed_for("sglang", draft(2, 30, 58), DSV3)  # fc for 3 states
+    fed = feed_for("sglang", draft(2, 30, 58), DSV3)  # fc for 3 states
     # the drafter's fc was trained on 4 states (3 layers and the post-norm state)
-    fix = serving.proven_fix((1, 10, 20), 4, "sglang", fed, draft(2, 30, 58), DSV3)
+    fix = plan.proven_fix((1, 10, 20), 4, "sglang", fed, draft(2, 30, 58), DSV3)
     assert (fix.native_ids, fix.path) == (None, None)
     assert fix.why == (
         f"no id list written at {NESTED} makes sglang==0.5.23 deepseek_v2.py feed canonical "
@@ -227,9 +231,9 @@ def test_an_fc_for_another_number_of_states_names_the_setting() -> None:
 
 
 def test_a_row_that_sizes_no_fc_gets_no_width_hint() -> None:
-    fed = serving.feed_for("sglang", draft(2, 30, 58), DSV3)
+    fed = feed_for("sglang", draft(2, 30, 58), DSV3)
     unsized = row(width_states=None, canonical=fed.canonical)
-    fix = serving.proven_fix((10, 20, 60), 4, "sglang", unsized, draft(2, 30, 58), DSV3)
+    fix = plan.proven_fix((10, 20, 60), 4, "sglang", unsized, draft(2, 30, 58), DSV3)
     assert fix.why == (
         f"no id list written at {NESTED} makes sglang==0.5.23 deepseek_v2.py feed canonical "
         "[10, 20, 60]"
@@ -259,21 +263,19 @@ def test_a_printed_fix_rechecks_as_the_trained_layers(
     raw = nested(2, 12, 22)
     fed = feed_of(system, raw, target)
     state = fed.state  # a delta-trained drafter is fixed for a release feeding deltas
-    fix = serving.proven_fix(
-        want, len(want), system, fed, read_draft_config(raw), target, state=state
-    )
+    fix = plan.proven_fix(want, len(want), system, fed, read_draft_config(raw), target, state=state)
     assert (fix.native_ids, fix.path) == (ids, path)
     shown = ", ".join(map(str, ids))
     assert fix.why == f"set {path} = [{shown}]: {key} then feeds them"
     assert fix.label == f"{path} = [{shown}]"
-    again = feed_of(system, serving.apply_fix(raw, fix), target)
+    again = feed_of(system, plan.apply_fix(raw, fix), target)
     assert (again.kind, again.canonical, again.width_states) == ("segments", want, len(want))
     assert again.native_ids == ids and again.ids_source == path
 
 
 def test_the_default_state_is_the_residual_stream() -> None:
-    fed = serving.feed_for("sglang", draft(2, 30, 58), DSV3)
-    fix = serving.proven_fix((1, 10, 20), 3, "sglang", fed, draft(2, 30, 58), DSV3)
+    fed = feed_for("sglang", draft(2, 30, 58), DSV3)
+    fix = plan.proven_fix((1, 10, 20), 3, "sglang", fed, draft(2, 30, 58), DSV3)
     assert fix.native_ids == (1, 10, 20)
 
 
@@ -285,34 +287,34 @@ def test_apply_fix_writes_the_ids_where_the_release_reads_and_nothing_else() -> 
         "draft_vocab_size": 32000,
     }
     before = copy.deepcopy(raw)
-    out = serving.apply_fix(raw, serving.Fix((1, 29, 57), NESTED, "set"))
+    out = plan.apply_fix(raw, plan.Fix((1, 29, 57), NESTED, "set"))
     assert out == {
         "eagle_config": {IDS_FIELD: [1, 29, 57], "use_aux_hidden_state": True},
         IDS_FIELD: [9],
         "draft_vocab_size": 32000,
     }
     assert raw == before  # the caller's config (and its nested dicts) untouched
-    top = serving.apply_fix(raw, serving.Fix((3,), IDS_FIELD, "set"))
+    top = plan.apply_fix(raw, plan.Fix((3,), IDS_FIELD, "set"))
     assert top == {**before, IDS_FIELD: [3]} and raw == before
 
 
 @pytest.mark.parametrize("eagle_config", [None, [1, 2], "nested"])
 def test_apply_fix_replaces_a_section_that_is_not_a_mapping(eagle_config: object) -> None:
-    out = serving.apply_fix({"eagle_config": eagle_config, "x": 1}, serving.Fix((4, 5), NESTED, ""))
+    out = plan.apply_fix({"eagle_config": eagle_config, "x": 1}, plan.Fix((4, 5), NESTED, ""))
     assert out == {"eagle_config": {IDS_FIELD: [4, 5]}, "x": 1}
 
 
 def test_apply_fix_creates_the_sections_of_a_deeper_path() -> None:
-    out = serving.apply_fix({"a": {"keep": 1}}, serving.Fix((7,), "a.b.c", ""))
+    out = plan.apply_fix({"a": {"keep": 1}}, plan.Fix((7,), "a.b.c", ""))
     assert out == {"a": {"keep": 1, "b": {"c": [7]}}}
-    assert serving.apply_fix({}, serving.Fix((7,), "a.b", "")) == {"a": {"b": [7]}}
+    assert plan.apply_fix({}, plan.Fix((7,), "a.b", "")) == {"a": {"b": [7]}}
 
 
 @pytest.mark.parametrize(
-    "fix", [serving.Fix(None, None, "why"), serving.Fix((1,), None, ""), serving.Fix(None, "p", "")]
+    "fix", [plan.Fix(None, None, "why"), plan.Fix((1,), None, ""), plan.Fix(None, "p", "")]
 )
-def test_a_fix_without_ids_or_path_cannot_be_applied(fix: serving.Fix) -> None:
+def test_a_fix_without_ids_or_path_cannot_be_applied(fix: plan.Fix) -> None:
     with pytest.raises(ValueError) as err:
-        serving.apply_fix({}, fix)
+        plan.apply_fix({}, fix)
     assert str(err.value) == "this fix has no native ids to apply"
     assert fix.label == "no native ids can fix it (see details)"
