@@ -9,7 +9,10 @@ this file. Each fenced block is handled by its language:
 * ``console``: each ``$ eagle3-contracts ...`` line runs the installed console script in a
   scratch directory holding the embedded examples (``kimi-k2.5/target.json``, ... as
   ``eagle3_contracts/config/examples/`` ships them); the lines after it are its stdout, compared line by line (a line ``...`` skips any number of
-  lines, ``...`` inside a line matches any text).
+  lines, ``...`` inside a line matches any text). A block whose preceding comment says
+  ``<!-- ...: tests/X.py runs these commands as written -->`` is run by that test instead (it
+  prepares what the commands need, e.g. a Hub cache): the test file must exist and name the
+  page.
 * ``bash`` / ``sh`` / ``shell``: commands to run elsewhere (a GPU, the network, an engine):
   every ``eagle3-contracts`` command must parse with the real parser, every
   ``python -m eagle3_contracts.X`` name an existing module, every ``python FILE`` an existing
@@ -60,6 +63,7 @@ class Block:
     lang: str
     text: str
     tags: tuple[str, ...]  # pytest markers from a <!-- docs-test: ... --> comment before it
+    before: str = ""  # the last non-blank line before the block
 
     @property
     def where(self) -> str:
@@ -81,7 +85,8 @@ def read_blocks(path: Path) -> list[Block]:
         tag = TAG.search(before)
         tags = tuple(t.strip() for t in tag.group(1).split(",")) if tag else ()
         end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == fence)
-        blocks.append(Block(path, i + 1, lang.lower(), "\n".join(lines[i + 1 : end]), tags))
+        text = "\n".join(lines[i + 1 : end])
+        blocks.append(Block(path, i + 1, lang.lower(), text, tags, before))
         i = end + 1
     return blocks
 
@@ -200,9 +205,21 @@ def output_matches(expected: list[str], actual: list[str]) -> bool:
     return bool(actual) and _line_matches(head, actual[0]) and output_matches(rest, actual[1:])
 
 
+DELEGATED = re.compile(r"<!--.*?(tests/\S+\.py) runs these commands as written.*?-->")
+
+
 @pytest.mark.parametrize("block", _params("console"))
 def test_console_examples_print_what_the_docs_show(block: Block, tmp_path: Path) -> None:
     from eagle3_contracts.config import examples
+
+    delegated = DELEGATED.search(block.before)
+    if delegated:  # that test builds what the commands need and runs them as written
+        runner = ROOT / delegated.group(1)
+        assert runner.is_file(), f"{block.where}: {delegated.group(1)} does not exist"
+        assert block.path.name in runner.read_text(encoding="utf-8"), (
+            f"{block.where}: {delegated.group(1)} does not read {block.path.name}"
+        )
+        return
 
     for name in examples.names():
         shutil.copytree(Path(examples.__file__).parent / name, tmp_path / name)
