@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from eagle3_contracts.conventions.release_table import ReleaseTable, TrainerTable
+from eagle3_contracts.conventions.releases import ReleaseTable, TrainerTable
 from eagle3_contracts.probe import fetch, render
 from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES, TRAINER_RELEASES, TRAINERS
 from eagle3_contracts.probe.tables import build_table, dumps
@@ -182,7 +182,8 @@ HEADER = """\
 Canonical layers (`N` = output of layer `N`, `-1` = embedding) that each release feeds a drafter
 whose ids sit where that release reads them. `✗(b=k)` = the release asks for boundary `k`, which
 its loop never captures (that drafter input is missing); `crash(-1)` = the embedding is requested
-but the loop computes `hidden_states + None`.
+but the loop computes `hidden_states + None`; `crash(no aux)` = the EAGLE-3 setter arms no capture
+site (the loop reads a flag only another setter sets), the model returns a bare tensor.
 
 """
 
