@@ -187,7 +187,8 @@ HEADER = """\
 Canonical layers (`N` = output of layer `N`, `-1` = embedding) that each release feeds a drafter
 whose ids sit where that release reads them. `✗(b=k)` = the release asks for boundary `k`, which
 its loop never captures (that drafter input is missing); `crash(-1)` = the embedding is requested
-but the loop computes `hidden_states + None`.
+but the loop computes `hidden_states + None`; `crash(no aux)` = the EAGLE-3 setter arms no capture
+site (the loop reads a flag only another setter sets), the model returns a bare tensor.
 
 """
 
