@@ -24,6 +24,7 @@ BASE = frozenset(
 EVERYTHING = frozenset(
     {
         *BASE,
+        "_hub.py",
         "conventions",
         "config",
         "stamp.py",
@@ -43,12 +44,13 @@ ALLOWED: dict[str, frozenset[str]] = {
     "errors.py": frozenset(),
     "_text.py": frozenset(),
     "_io.py": frozenset({"errors.py"}),  # bounded reading of user-named files (issue 12)
+    "_hub.py": frozenset({"errors.py", "_io.py"}),  # Hub ids as local paths, HF cache first
     "layer_ids.py": frozenset({"errors.py"}),
     "contract.py": frozenset({"errors.py", "layer_ids.py"}),
     "differences.py": frozenset({"errors.py", "layer_ids.py"}),
     "conventions": BASE,
     "stamp.py": BASE | {"conventions"},
-    "config": BASE | {"conventions", "stamp.py", "parallel.partition"},
+    "config": BASE | {"conventions", "stamp.py", "parallel.partition", "_hub.py"},
     "probe": BASE | {"conventions"},
     "capture": BASE | {"conventions", "config"},
     "dumps": BASE | {"conventions", "config", "stamp.py", "capture"},
@@ -73,6 +75,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 TORCH_FREE = (
+    "_hub",
     "errors",
     "layer_ids",
     "contract",

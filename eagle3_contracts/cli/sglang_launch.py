@@ -108,5 +108,16 @@ def run(args: argparse.Namespace) -> int:
             "hooks stay inert",
             file=sys.stderr,
         )
+    else:
+        from eagle3_contracts.integrations.sglang import draft_problem
+
+        draft, _ = _take(list(args.sglang_args), DRAFT_FLAG)
+        problem = draft_problem(draft)
+        if problem is not None:
+            print(
+                f"eagle3-contracts sglang-launch: {problem}: the hooks stay off, SGLang runs "
+                "as without them",
+                file=sys.stderr,
+            )
     os.execv(command[0], command)  # replaces this process: SGLang's exit code is ours
     return 0  # pragma: no cover - execv does not return

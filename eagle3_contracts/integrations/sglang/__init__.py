@@ -30,6 +30,7 @@ serving continues, unless the guard is ``strict``.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 HOOK_FACTORY = "eagle3_contracts.integrations.sglang.hooks:hook_factory"
@@ -67,4 +68,19 @@ def forward_hooks_json(draft_path: str | None = None) -> str:
     return json.dumps(forward_hooks(draft_path))
 
 
-__all__ = ["HOOK_FACTORY", "forward_hooks", "forward_hooks_json"]
+def draft_problem(draft_path: str | None) -> str | None:
+    """Why the drafter at ``draft_path`` is not an EAGLE-3 drafter (``None``: it is, or its
+    ``config.json`` cannot be read)."""
+    if not draft_path:
+        return None
+    try:
+        config = json.loads((Path(draft_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    archs = (config.get("architectures") if isinstance(config, dict) else None) or []
+    if any("eagle3" in str(a).lower() for a in archs):
+        return None
+    return f"the drafter in {draft_path} is {archs or 'of no architecture'}, not an EAGLE-3 drafter"
+
+
+__all__ = ["HOOK_FACTORY", "draft_problem", "forward_hooks", "forward_hooks_json"]

@@ -131,6 +131,7 @@ def test_factory_gives_one_session_and_rejects_an_unknown_role(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", "warn")
+    monkeypatch.setattr(sg_hooks, "sglang_release", lambda: "0.5.23")
     sg_hooks.reset()
     try:
         layer = sg_hooks.hook_factory({"role": "layers", "draft_path": None})

@@ -1,0 +1,27 @@
+"""The lines every engine integration prints: one at engine start per rank, one at the first
+prefill when the guard cannot judge. Shared so that SGLang and vLLM say the same things the
+same way (torch-free)."""
+
+from __future__ import annotations
+
+PREFIX = "eagle3-contracts"
+
+
+def armed_line(
+    where: str, *, guard: str | None, dump: str | None, runner: str, records: str
+) -> str:
+    """Engine start: what this rank will do at its first prefill."""
+    return (
+        f"{PREFIX} [{where}]: armed: guard {guard or 'off'}, dump {dump or 'off'}; "
+        f"runner: {runner}; records: {records}"
+    )
+
+
+def not_applicable_line(where: str, reason: str) -> str:
+    """Engine start: this rank does nothing, and why."""
+    return f"{PREFIX} [{where}]: not applicable: {reason}; serving untouched"
+
+
+def cannot_observe_line(where: str, why: str, what_to_set: str) -> str:
+    """First prefill: the observation is incomplete, so nothing is judged."""
+    return f"{PREFIX} guard [{where}]: cannot observe: {why}; {what_to_set}"
