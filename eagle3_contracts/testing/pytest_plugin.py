@@ -120,6 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{GPU_MARKER}: needs a CUDA device; skipped with the reason when none is available",
     )
     config.stash[_CONFIGS] = _resolve_config_globs(config)
+    _check_system_names(config)
 
 
 _CONFIGS = pytest.StashKey[frozenset[Path]]()
@@ -142,6 +143,22 @@ def _hub_draft(config: pytest.Config, pattern: str) -> bool:
         raise pytest.UsageError(f"eagle3_configs entry {pattern!r}: {exc}") from None
     config.stash[_HUB_DRAFTS] = (*config.stash.get(_HUB_DRAFTS, ()), (str(hub), path))
     return True
+
+
+def _check_system_names(config: pytest.Config) -> None:
+    """``eagle3_serve_with`` / ``eagle3_trained_with`` name systems ``check`` knows: a usage
+    error for one it does not (with the closest known names), before anything is collected."""
+    from eagle3_contracts.conventions.names import parse_system
+    from eagle3_contracts.errors import ContractError
+
+    named = [("eagle3_serve_with", s) for s in config.getini("eagle3_serve_with")]
+    trained = config.getini("eagle3_trained_with").strip()
+    named += [("eagle3_trained_with", trained)] if trained else []
+    for option, name in named:
+        try:
+            parse_system(name, field=option)
+        except ContractError as exc:
+            raise pytest.UsageError(f"{option} {name!r}: {exc}") from None
 
 
 def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:

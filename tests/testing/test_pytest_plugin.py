@@ -254,3 +254,19 @@ def test_config_only_drafter_checks_never_import_torch(pytester):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     result.stdout.fnmatch_lines(["*torch imported: False*"])
+
+
+def test_an_unknown_system_name_in_the_ini_is_a_usage_error_with_suggestions(pytester):
+    _drafter_repo(pytester, "eagle3_configs = drafters/*/config.json\neagle3_serve_with = vlm\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: eagle3_serve_with 'vlm': unknown system name 'vlm': did you mean 'vllm'?*"]
+    )
+    pytester.makeini(
+        "[pytest]\ntestpaths = drafters\neagle3_configs = drafters/*/config.json\n"
+        "eagle3_trained_with = vllm==abc\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: eagle3_trained_with 'vllm==abc': *not a release version*"])
