@@ -61,9 +61,10 @@ def _tiny(architectures: dict[str, str], keys: list[str]) -> ReleaseTable:
         # a wrapper the release reads itself is its own row
         (SG23, {"architectures": ["KimiK25ForConditionalGeneration"]},
          "kimi_k25.py:KimiK25ForConditionalGeneration"),
-        # a wrapper delegating to a language model built at run time: its language model's row
+        # a wrapper whose factory-built language model the probe follows is its own row (the
+        # row carries deepseek_v2.py's rule: kimi_k25.py init_vllm_registered_model)
         (VL33, {"architectures": ["KimiK25ForConditionalGeneration"]},
-         "deepseek_v2.py:DeepseekV3ForCausalLM"),
+         "kimi_k25.py:KimiK25ForConditionalGeneration"),
         # a wrapper the release does not register: its language model's row
         (SG5, {"architectures": ["KimiK25ForConditionalGeneration"]},
          "deepseek_v2.py:DeepseekV3ForCausalLM"),
