@@ -34,6 +34,7 @@ EVERYTHING = frozenset(
         "parallel.partition",
         "probe",
         "testing",
+        "acceptance",
         "integrations",
         "cli",
     }
@@ -55,6 +56,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "capture": BASE | {"conventions", "config"},
     "dumps": BASE | {"conventions", "config", "stamp.py", "capture"},
     "parallel": BASE | {"conventions", "config", "capture"},
+    # the acceptance oracle runs a drafter on the states a release feeds: it reads the
+    # registry's answer (config.plan), the stamp, and captures the target with capture.hooks
+    "acceptance": BASE | {"conventions", "config", "stamp.py", "capture"},
     "testing": EVERYTHING - {"cli", "integrations"},
     "integrations": EVERYTHING - {"cli", "testing"},
     "cli": EVERYTHING - {"testing"},
