@@ -61,8 +61,8 @@ def _tiny(architectures: dict[str, str], keys: list[str]) -> ReleaseTable:
         # a wrapper the release reads itself is its own row
         (SG23, {"architectures": ["KimiK25ForConditionalGeneration"]},
          "kimi_k25.py:KimiK25ForConditionalGeneration"),
-        # a wrapper whose factory-built language model the probe follows is its own row (the
-        # row carries deepseek_v2.py's rule: kimi_k25.py init_vllm_registered_model)
+        # a wrapper whose run-time-built language model the probe follows (vLLM 0.33.0
+        # kimi_k25.py init_vllm_registered_model -> DeepseekV2ForCausalLM): its own row
         (VL33, {"architectures": ["KimiK25ForConditionalGeneration"]},
          "kimi_k25.py:KimiK25ForConditionalGeneration"),
         # a wrapper the release does not register: its language model's row
