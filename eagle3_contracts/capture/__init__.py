@@ -1,6 +1,7 @@
 """Capture on real torch models: hook capture of the k aux states (``hooks``), which layer
 each captured segment really is (``identify``), proof that a capture function honours a
-contract (``verify``), loading targets (``targets``) and model introspection (``introspect``).
+contract (``verify``), loading targets (``targets``) and what a capture takes: the model's
+own facts and its checked inputs (``inputs``).
 """
 
 from __future__ import annotations

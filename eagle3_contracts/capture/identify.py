@@ -36,10 +36,10 @@ from eagle3_contracts.capture.inputs import (
     check_captured,
     check_input_ids,
     check_model,
+    input_embeddings,
     known_vocab_size,
 )
-from eagle3_contracts.capture.introspect import hidden_size as model_hidden_size
-from eagle3_contracts.capture.introspect import input_embeddings
+from eagle3_contracts.capture.inputs import hidden_size as model_hidden_size
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, describe
 

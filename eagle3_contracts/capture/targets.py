@@ -67,7 +67,7 @@ def target_from_model(
 ) -> Target:
     """Wrap an in-process model (HF or synthetic) as a ``Target``."""
     from eagle3_contracts.capture.hooks import decoder_layers
-    from eagle3_contracts.capture.introspect import text_config
+    from eagle3_contracts.capture.inputs import text_config
 
     layers = decoder_layers(model, layers_path)
     config: Any = getattr(model, "config", None)

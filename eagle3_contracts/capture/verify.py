@@ -29,9 +29,11 @@ from eagle3_contracts.capture.inputs import (
     check_capture_fn,
     check_input_ids,
     check_model,
+    hidden_size,
     known_vocab_size,
+    seeded_input_ids,
+    vocab_size,
 )
-from eagle3_contracts.capture.introspect import hidden_size, seeded_input_ids, vocab_size
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.differences import Difference, FindingKind, classify
 from eagle3_contracts.errors import ContractError, ContractViolation

@@ -379,34 +379,14 @@ def check_drafter(
     env_claim = None if trained_with else trained_with_env(environ)
     if env_claim is not None:
         _check_name(env_claim, ENV_TRAINED_WITH)
-    if isinstance(serve_with, str):
-        serve_with = (serve_with,)
-    systems = tuple(serve_with) or conventions.SERVING
-    if not serve_with:
-        notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
-    for name in systems:
-        _check_name(name, "serve_with")  # fail early, as one typed error, on an unknown name
-    if trained_with:
-        _check_name(trained_with, "trained_with")
-    for name in systems:
-        _check_serving(name)
+    systems = _systems(serve_with, trained_with, notes)
     draft, target, weights = _resolve_sources(draft, target, weights, notes)
     draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     target_cfg = _target(target, num_layers, hidden_size)
     if env_claim is not None and draft_cfg.raw.get(STAMP_KEY) is None:
         trained_with = env_claim
         notes.append(f"training claim: no stamp; {ENV_TRAINED_WITH}={env_claim}")
-
-    if draft_cfg.schema == "speculators" and draft_cfg.top_level_ids is None:
-        from eagle3_contracts.conventions.speculators import CONVERTER
-
-        n = target_cfg.num_layers
-        notes.append(
-            "a speculators config without eagle_aux_hidden_state_layer_ids: if speculators' "
-            f"converter wrote it, the source checkpoint's ids were dropped ({CONVERTER}); it is "
-            f"served with the default boundaries [2, L//2, L-3] = {[2, n // 2, n - 3]} whatever "
-            "the drafter was trained on (give --trained-with and the source's ids to check that)"
-        )
+    _note_dropped_ids(draft_cfg, target_cfg, notes)
     stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
     if stamped is not None:
         trained_with = stamped.system
@@ -448,6 +428,40 @@ def check_drafter(
         notes=tuple(notes),
         pipeline=pipeline,
         title=title,
+    )
+
+
+def _systems(
+    serve_with: str | Sequence[str], trained_with: str | None, notes: list[str]
+) -> tuple[str, ...]:
+    """The serving systems to check (every engine when none is named), each name checked first,
+    as one typed error."""
+    if isinstance(serve_with, str):
+        serve_with = (serve_with,)
+    systems = tuple(serve_with) or conventions.SERVING
+    if not serve_with:
+        notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
+    for name in systems:
+        _check_name(name, "serve_with")  # fail early, as one typed error, on an unknown name
+    if trained_with:
+        _check_name(trained_with, "trained_with")
+    for name in systems:
+        _check_serving(name)
+    return systems
+
+
+def _note_dropped_ids(draft: DraftConfig, target: TargetConfig, notes: list[str]) -> None:
+    """A speculators config without top-level ids: its converter may have dropped them."""
+    if draft.schema != "speculators" or draft.top_level_ids is not None:
+        return
+    from eagle3_contracts.conventions.speculators import CONVERTER
+
+    n = target.num_layers
+    notes.append(
+        "a speculators config without eagle_aux_hidden_state_layer_ids: if speculators' "
+        f"converter wrote it, the source checkpoint's ids were dropped ({CONVERTER}); it is "
+        f"served with the default boundaries [2, L//2, L-3] = {[2, n // 2, n - 3]} whatever "
+        "the drafter was trained on (give --trained-with and the source's ids to check that)"
     )
 
 

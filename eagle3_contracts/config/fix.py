@@ -68,6 +68,22 @@ def fix_drafter(
     report = check_drafter(
         str(path), target=str(target), trained_with=trained_with, serve_with=tuple(serve_with)
     )
+    _check_fixable(report)
+    edits = _edits(report)
+    original = path.read_text(encoding="utf-8")
+    fixed: dict[str, Any] = dict(report.draft.raw)
+    for edit in edits.values():
+        fixed = apply_fix(fixed, Fix(edit.ids, edit.path, ""))
+    text = edit_ids(original, [(e.path, e.ids) for e in edits.values()], fixed, str(path))
+    if edits:
+        _recheck(path, text, target, trained_with, serve_with)
+    ok = tuple(r.plan.key for r in report.rows if r.ok)
+    return DrafterFix(path, original, text, tuple(edits.values()), ok, report)
+
+
+def _check_fixable(report: CheckReport) -> None:
+    """Refuse a drafter no id edit can fix: no training claim, or a drafter that is wrong
+    itself."""
     if report.ambiguous:
         raise ContractError(
             "the training claim is missing: the ids mean different layers under each reading; "
@@ -81,6 +97,11 @@ def fix_drafter(
             f"{errors[0].message}",
             field=errors[0].name,
         )
+
+
+def _edits(report: CheckReport) -> dict[str, Edit]:
+    """One edit per field some failing release reads, refused when two releases need
+    different ids at one field (a field a release already reads correctly counts too)."""
     edits: dict[str, Edit] = {}
     kept: dict[str, Edit] = {}  # fields a release already reads correctly: never changed
     for row in report.rows:
@@ -104,15 +125,7 @@ def fix_drafter(
             )
         systems = (*edits[where].systems, row.plan.key) if where in edits else (row.plan.key,)
         edits[where] = Edit(where, ids, systems)
-    original = path.read_text(encoding="utf-8")
-    fixed: dict[str, Any] = dict(report.draft.raw)
-    for edit in edits.values():
-        fixed = apply_fix(fixed, Fix(edit.ids, edit.path, ""))
-    text = edit_ids(original, [(e.path, e.ids) for e in edits.values()], fixed, str(path))
-    if edits:
-        _recheck(path, text, target, trained_with, serve_with)
-    ok = tuple(r.plan.key for r in report.rows if r.ok)
-    return DrafterFix(path, original, text, tuple(edits.values()), ok, report)
+    return edits
 
 
 def _recheck(

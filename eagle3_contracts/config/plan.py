@@ -505,11 +505,14 @@ def _pipeline(
 
 
 # -- compare ----------------------------------------------------------------------------
+_Raw = tuple[FindingKind, str, tuple[int, ...], int | None]
+"""A finding before its fix: kind, message, layers, shift."""
+
+
 def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
     """How ``served`` differs from ``trained`` (empty when the drafter is fed what it learned)."""
-    t, s = trained.layer_ids, served.layer_ids
     h_t, h_s = trained.hidden_size, served.hidden_size
-    raw: list[tuple[FindingKind, str, tuple[int, ...], int | None]] = []
+    raw: list[_Raw] = []
     verdict = _release_verdict(trained, served)
     if verdict is not None:
         raw.append(verdict)
@@ -530,72 +533,89 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
             )
         )
     else:
-        raw.extend(_layer_findings(t, s, trained.num_layers))
-        if served.state != trained.state:
-            raw.append(
-                (
-                    FindingKind.WRONG_STATE,
-                    f"{served.key} feeds the {served.state}; the drafter was trained on the "
-                    f"{trained.state} ({served.notes[-1] if served.notes else served.source})",
-                    (),
-                    None,
-                )
-            )
-        if served.feed is not None and served.feed.ignored_flags:
-            said = [n for n in served.notes if n.startswith(predict.IGNORED_FLAG)]
-            raw.append((FindingKind.FLAG_IGNORED, "; ".join(said), (), None))
-        new_post = [x for x in served.non_canonical if x not in trained.non_canonical]
-        if new_post:
-            raw.append(
-                (
-                    FindingKind.POST_NORM_FED,
-                    f"{served.system} feeds the {new_post[0]}, which the drafter never saw",
-                    (),
-                    None,
-                )
-            )
-        if trained.width != served.width:
-            raw.append(
-                (
-                    FindingKind.WIDTH_DIFFERS,
-                    f"width differs: the drafter's fc takes {trained.width} "
-                    f"({trained.width // h_t} x {h_t}), {served.system} feeds {served.width} "
-                    f"({served.width // h_s} x {h_s})",
-                    (),
-                    None,
-                )
-            )
+        raw.extend(_fed_findings(trained, served))
     if not raw:
         return ()
+    fix_ids, fix = _finding_fix(trained, served, verdict)
+    return tuple(
+        Finding(kind, msg, layers, shift, fix_ids, fix) for kind, msg, layers, shift in raw
+    )
+
+
+def _fed_findings(trained: CapturePlan, served: CapturePlan) -> list[_Raw]:
+    """How what ``served`` feeds differs from the training, on the same target."""
+    t, s = trained.layer_ids, served.layer_ids
+    h_t, h_s = trained.hidden_size, served.hidden_size
+    raw: list[_Raw] = list(_layer_findings(t, s, trained.num_layers))
+    if served.state != trained.state:
+        raw.append(
+            (
+                FindingKind.WRONG_STATE,
+                f"{served.key} feeds the {served.state}; the drafter was trained on the "
+                f"{trained.state} ({served.notes[-1] if served.notes else served.source})",
+                (),
+                None,
+            )
+        )
+    if served.feed is not None and served.feed.ignored_flags:
+        said = [n for n in served.notes if n.startswith(predict.IGNORED_FLAG)]
+        raw.append((FindingKind.FLAG_IGNORED, "; ".join(said), (), None))
+    new_post = [x for x in served.non_canonical if x not in trained.non_canonical]
+    if new_post:
+        raw.append(
+            (
+                FindingKind.POST_NORM_FED,
+                f"{served.system} feeds the {new_post[0]}, which the drafter never saw",
+                (),
+                None,
+            )
+        )
+    if trained.width != served.width:
+        raw.append(
+            (
+                FindingKind.WIDTH_DIFFERS,
+                f"width differs: the drafter's fc takes {trained.width} "
+                f"({trained.width // h_t} x {h_t}), {served.system} feeds {served.width} "
+                f"({served.width // h_s} x {h_s})",
+                (),
+                None,
+            )
+        )
+    return raw
+
+
+def _finding_fix(
+    trained: CapturePlan, served: CapturePlan, verdict: _Raw | None
+) -> tuple[tuple[int, ...] | None, str]:
+    """The native ids (and words) that fix a row's findings, or why none can."""
     if verdict is not None and (
         verdict[0] in (FindingKind.UNKNOWN, FindingKind.UNSUPPORTED) or trained.kind != "segments"
     ):
-        fix_ids, fix = None, f"none: the row is {verdict[0].value}"
-    elif served.feed is not None:
+        return None, f"none: the row is {verdict[0].value}"
+    if served.feed is not None:
         fix_ids, fix = _release_fix(trained, served)
     else:
         fix_ids, fix = _fix(trained, served)
     if fix_ids == ():  # nothing to feed is never a fix
-        fix_ids, fix = None, "no native ids can express it: the drafter was trained on no layer"
-    return tuple(
-        Finding(kind, msg, layers, shift, fix_ids, fix) for kind, msg, layers, shift in raw
-    )
+        return None, "no native ids can express it: the drafter was trained on no layer"
+    return fix_ids, fix
 
 
 def _trained_count(plan: CapturePlan) -> int:
     return len(plan.layer_ids) + len(plan.non_canonical)
 
 
-def _release_verdict(
-    trained: CapturePlan, served: CapturePlan
-) -> tuple[FindingKind, str, tuple[int, ...], int | None] | None:
-    """The finding that replaces the layer comparison: an unknown, unsupported or crashing
-    release, or an fc the served release builds for another number of states."""
-    why = lambda p: "; ".join(p.notes[-1:]) or p.source  # noqa: E731
+def _why(plan: CapturePlan) -> str:
+    """A plan's last note, else its source: what a verdict cites."""
+    return "; ".join(plan.notes[-1:]) or plan.source
+
+
+def _trained_verdict(trained: CapturePlan) -> _Raw | None:
+    """The training side unknown, unsupported or crashing: no comparison is possible."""
     if trained.kind == "unknown":
         return (
             FindingKind.UNKNOWN,
-            f"unknown: what {trained.key} trained on: {why(trained)}",
+            f"unknown: what {trained.key} trained on: {_why(trained)}",
             (),
             None,
         )
@@ -611,10 +631,21 @@ def _release_verdict(
         return (
             FindingKind.CRASHES,
             f"{trained.key} crashes ({trained.crash}) when capturing the training features: "
-            f"{why(trained)}",
+            f"{_why(trained)}",
             (),
             None,
         )
+    return None
+
+
+def _release_verdict(
+    trained: CapturePlan, served: CapturePlan
+) -> tuple[FindingKind, str, tuple[int, ...], int | None] | None:
+    """The finding that replaces the layer comparison: an unknown, unsupported or crashing
+    release, or an fc the served release builds for another number of states."""
+    verdict = _trained_verdict(trained)
+    if verdict is not None:
+        return verdict
     if served.kind == "unsupported":
         return (FindingKind.UNSUPPORTED, f"unsupported: {served.source}", (), None)
     if served.kind == "unknown":
@@ -630,7 +661,7 @@ def _release_verdict(
     if served.kind == "crash" and served.feed is None and not trained.refused:
         return (  # a registry entry's crash (TensorRT-LLM's unwritten buffer slots)
             FindingKind.CRASHES,
-            f"{served.key} {served.crash}: {why(served)}",
+            f"{served.key} {served.crash}: {_why(served)}",
             (),
             None,
         )
@@ -639,7 +670,7 @@ def _release_verdict(
     if served.kind == "crash":
         return (
             FindingKind.CRASHES,
-            f"{served.key} crashes ({served.crash}): {why(served)}",
+            f"{served.key} crashes ({served.crash}): {_why(served)}",
             served.layer_ids,
             None,
         )

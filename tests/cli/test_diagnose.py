@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from eagle3_contracts.capture.hooks import capture_hidden_states
-from eagle3_contracts.capture.introspect import seeded_input_ids
+from eagle3_contracts.capture.inputs import seeded_input_ids
 from eagle3_contracts.capture.targets import load_target
 from eagle3_contracts.cli import main
 from eagle3_contracts.dumps.format import write_dump

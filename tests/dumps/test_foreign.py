@@ -26,7 +26,7 @@ H, L = 32, 5
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     from eagle3_contracts.capture.hooks import capture_hidden_states
-    from eagle3_contracts.capture.introspect import seeded_input_ids
+    from eagle3_contracts.capture.inputs import seeded_input_ids
     from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
 
     tmp = tmp_path_factory.mktemp("foreign")
