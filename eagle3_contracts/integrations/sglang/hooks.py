@@ -524,7 +524,7 @@ def session() -> Session | None:
 
 
 def _checked_releases() -> tuple[str, ...]:
-    from eagle3_contracts.conventions.release_table import known_releases
+    from eagle3_contracts.conventions.releases import known_releases
 
     return known_releases().get("sglang", ())
 
