@@ -147,6 +147,21 @@ def read_json_file(
     return load_json(data, what=what, source=str(Path(path)), error=error)
 
 
+def replace_text(
+    path: str | os.PathLike[str], text: str, *, what: str, error: ErrorType = ConfigError
+) -> None:
+    """Write ``text`` over ``path`` atomically (a temporary file beside it, then ``os.replace``):
+    a reader sees the old file or the new one, never half of one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.eagle3.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise error(f"cannot write the {what}: {exc.strerror or exc}", source=str(path)) from None
+
+
 __all__ = [
     "CONFIG_LIMIT",
     "MAX_JSON_DEPTH",
@@ -155,4 +170,5 @@ __all__ = [
     "read_bounded",
     "read_json_file",
     "regular_file",
+    "replace_text",
 ]

@@ -56,6 +56,7 @@ class FindingKind(str, Enum):
     UNSUPPORTED = "unsupported"  # the engine release cannot serve EAGLE-3 on this target (plans)
     UNKNOWN = "unknown"  # the release's code for this target needs reading (plans only)
     WRONG_STATE = "wrong-state"  # segments hold something else than the residual stream (plans)
+    FLAG_IGNORED = "flag-ignored"  # a norm flag the drafter was trained with, never read (plans)
     UNIDENTIFIED = "unidentified"  # segments equal to no state of the target (dumps only)
     SEGMENT = "segment"  # one position's detail: expected X, observed Y
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3_contracts._io import read_json_file
+from eagle3_contracts._io import read_json_file, replace_text
 from eagle3_contracts.errors import ConfigError
 
 STAMP_KEY = "eagle3_contract"
@@ -251,15 +251,7 @@ def write_stamp(draft: str | os.PathLike[str], stamp: Stamp) -> Path:
     data = _load_config(path)
     data[STAMP_KEY] = stamp.to_dict()
     parse_stamp(data[STAMP_KEY], source=str(path))  # never write what read_stamp refuses
-    tmp = path.with_name(f".{path.name}.eagle3-stamp.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ConfigError(
-            f"cannot write the stamp: {exc.strerror or exc}", source=str(path)
-        ) from None
+    replace_text(path, json.dumps(data, indent=2) + "\n", what="stamp")
     return path
 
 

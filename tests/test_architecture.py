@@ -24,6 +24,7 @@ BASE = frozenset(
 EVERYTHING = frozenset(
     {
         *BASE,
+        "_hub.py",
         "conventions",
         "config",
         "stamp.py",
@@ -33,6 +34,7 @@ EVERYTHING = frozenset(
         "parallel.partition",
         "probe",
         "testing",
+        "acceptance",
         "integrations",
         "cli",
     }
@@ -43,16 +45,20 @@ ALLOWED: dict[str, frozenset[str]] = {
     "errors.py": frozenset(),
     "_text.py": frozenset(),
     "_io.py": frozenset({"errors.py"}),  # bounded reading of user-named files (issue 12)
+    "_hub.py": frozenset({"errors.py", "_io.py"}),  # Hub ids as local paths, HF cache first
     "layer_ids.py": frozenset({"errors.py"}),
     "contract.py": frozenset({"errors.py", "layer_ids.py"}),
     "differences.py": frozenset({"errors.py", "layer_ids.py"}),
     "conventions": BASE,
     "stamp.py": BASE | {"conventions"},
-    "config": BASE | {"conventions", "stamp.py", "parallel.partition"},
+    "config": BASE | {"conventions", "stamp.py", "parallel.partition", "_hub.py"},
     "probe": BASE | {"conventions"},
     "capture": BASE | {"conventions", "config"},
     "dumps": BASE | {"conventions", "config", "stamp.py", "capture"},
     "parallel": BASE | {"conventions", "config", "capture"},
+    # the acceptance oracle runs a drafter on the states a release feeds: it reads the
+    # registry's answer (config.plan), the stamp, and captures the target with capture.hooks
+    "acceptance": BASE | {"conventions", "config", "stamp.py", "capture"},
     "testing": EVERYTHING - {"cli", "integrations"},
     "integrations": EVERYTHING - {"cli", "testing"},
     "cli": EVERYTHING - {"testing"},
@@ -73,6 +79,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 TORCH_FREE = (
+    "_hub",
     "errors",
     "layer_ids",
     "contract",

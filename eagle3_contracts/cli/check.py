@@ -20,9 +20,15 @@ HELP = "show which target layers each trainer/engine feeds a drafter, and what f
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "draft", nargs="?", metavar="DRAFT", help="the drafter's config.json (as trained)"
+        "draft",
+        nargs="?",
+        metavar="DRAFT",
+        help="the drafter as trained: its config.json, its directory (config.json and "
+        "*.safetensors weights, both checked) or a Hub id org/name[@revision] (HF cache first)",
     )
-    parser.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
+    parser.add_argument(
+        "--target", metavar="CONFIG", help="the target's HF config.json, directory or Hub id"
+    )
     parser.add_argument(
         "--num-layers", type=layer_count, metavar="N", help="target depth (no --target)"
     )
@@ -54,7 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CONFIG",
         help="a different draft config served in place of DRAFT (repeatable)",
     )
-    parser.add_argument("--weights", metavar="W", help="drafter .safetensors file or directory")
+    parser.add_argument(
+        "--weights",
+        metavar="W",
+        help="drafter .safetensors file or directory, or a Hub id (only the safetensors headers "
+        "are fetched, never the weights)",
+    )
     parser.add_argument("--pp-size", type=positive_int, metavar="S", help="serving pipeline stages")
     parser.add_argument(
         "--pp-partition", metavar="a,b,c", help="explicit layers per pipeline stage"
@@ -118,11 +129,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("DRAFT is required (or --example NAME; --list shows the examples)")
     claim = None  # the drafter's stamp first, then --trained-with, then the env var
     if not args.example:
+        from eagle3_contracts._hub import resolve_model
         from eagle3_contracts.errors import ConfigError
         from eagle3_contracts.stamp import claim_trained_with
 
         try:
-            trained_with, claim = claim_trained_with(draft, trained_with)
+            local, _ = resolve_model(draft, what="draft")
+            trained_with, claim = claim_trained_with(local, trained_with)
         except ConfigError as exc:  # an unreadable config is check_drafter's to report
             if (exc.field or "").startswith("eagle3_contract"):
                 raise  # a malformed stamp is never ignored

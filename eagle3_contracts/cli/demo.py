@@ -21,6 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="keep the dumps, config.json and contract.json here (default: a temp dir, deleted)",
     )
+    parser.add_argument(
+        "--no-acceptance",
+        action="store_true",
+        help="skip the last part: what the seed's wiring costs in acceptance on a tiny trained "
+        "target (offline, and from vLLM where it is installed)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,4 +41,11 @@ def run(args: argparse.Namespace) -> int:
             ) from None
     result = run_demo(out_dir=args.out)
     print(result.render_text())
-    return result.exit_code
+    if args.no_acceptance:
+        return result.exit_code
+    from eagle3_contracts.acceptance.story import run_story
+
+    story = run_story()
+    print("\n" + "=" * 78 + "\nwhat the wiring costs: acceptance\n" + "=" * 78)
+    print(story.render_text())
+    return result.exit_code if story.as_scripted else 1

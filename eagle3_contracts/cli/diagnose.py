@@ -24,14 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="D",
-        help="a .safetensors dump (eagle3_contracts.dumps.format.write_dump); give two for training "
-        "then serving",
+        help="a .safetensors dump (eagle3_contracts.dumps.format.write_dump), or another tool's "
+        "file as it is: speculators hs_<i>.safetensors, SpecForge .ckpt/.ckpt.gz, ModelOpt or "
+        "TensorRT-LLM .pt (torch.load weights_only=True in a limited child; they record no "
+        "ids: pass --ids/--convention, --contract or --draft); give two for training then serving",
     )
     parser.add_argument(
         "--target",
         required=True,
         metavar="MODEL",
-        help="a local Hugging Face directory with *.safetensors weights, or a config.json "
+        help="a local Hugging Face directory with *.safetensors weights, a Hub id "
+        "org/name[@revision] whose weights are in the HF cache, or a config.json "
         "(random-init model; see --seed)",
     )
     expect = parser.add_mutually_exclusive_group()
@@ -119,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts._io import read_bounded
     from eagle3_contracts.capture.targets import load_target
     from eagle3_contracts.dumps.diagnose import diagnose
-    from eagle3_contracts.dumps.format import read_dump
+    from eagle3_contracts.dumps.foreign import ForeignClaim, read_any_dump
 
     contract = None
     if args.contract:
@@ -130,13 +133,26 @@ def run(args: argparse.Namespace) -> int:
             raise ContractError(f"--contract {args.contract}: {exc}", field=exc.field) from None
     notes: list[str] = []
     contract_source = f"contract {args.contract}"
+    from eagle3_contracts._hub import resolve_model
+
+    target_path, how = resolve_model(args.target, what="target")
+    notes += [how] if how else []
     if args.draft:
-        contract, contract_source, note = _stamp_contract(args.draft)
+        contract, contract_source, note = _stamp_contract(
+            resolve_model(args.draft, what="draft")[0]
+        )
         notes.append(note)
-    dumps = [read_dump(p) for p in args.dump]  # validate every dump before the model loads
+    own = (  # another tool's file records no ids: the claim given here is what it holds
+        ForeignClaim(ids, args.convention)
+        if ids is not None
+        else ForeignClaim(contract.layer_ids, "canonical")
+        if contract is not None
+        else None
+    )
+    dumps = [read_any_dump(p, own) for p in args.dump]  # every dump checked before the model
     seed = DEFAULT_SEED if args.seed is None else args.seed
     limit = None if args.max_target_gib is None else int(args.max_target_gib * 2**30)
-    target = load_target(args.target, seed=seed, max_bytes=limit)
+    target = load_target(target_path, seed=seed, max_bytes=limit)
     if target.random_init and args.seed is None:
         notes.append(f"--seed not given: the default seed {DEFAULT_SEED} applied")
     report = diagnose(

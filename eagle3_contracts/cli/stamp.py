@@ -18,13 +18,20 @@ HELP = "record the canonical contract a drafter was trained on in its config.jso
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("draft", metavar="DRAFT", help="the drafter directory (or its config.json)")
+    parser.add_argument(
+        "draft",
+        metavar="DRAFT",
+        help="the drafter directory (or its config.json); a Hub id org/name[@revision] with "
+        "--show (the HF cache's files are never written)",
+    )
     parser.add_argument(
         "--trained-with",
         metavar="SYSTEM",
         help="the trainer's convention or release (e.g. specforge); required unless --show",
     )
-    parser.add_argument("--target", metavar="CONFIG", help="the target's HF config.json")
+    parser.add_argument(
+        "--target", metavar="CONFIG", help="the target's HF config.json, directory or Hub id"
+    )
     parser.add_argument(
         "--force", action="store_true", help="replace an existing stamp that differs"
     )
@@ -34,11 +41,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import eagle3_contracts
+    from eagle3_contracts._hub import parse_hub_id, resolve_model
     from eagle3_contracts.cli import UsageError
     from eagle3_contracts.config.plan import resolve
     from eagle3_contracts.config.readers import read_draft_config, read_target_config
     from eagle3_contracts.stamp import Stamp, read_stamp, write_stamp
 
+    hub = parse_hub_id(args.draft)
+    if hub is not None and not args.show:
+        raise UsageError(
+            f"{hub} is a Hub id: its files in the HF cache are shared and never written; "
+            f"download it to a folder (hf download {hub.repo_id} --local-dir DIR) and stamp DIR"
+        )
+    args.draft, _ = resolve_model(args.draft, what="draft")
+    args.target = args.target and resolve_model(args.target, what="target")[0]
     current = read_stamp(args.draft)
     if args.show:
         if current is None:

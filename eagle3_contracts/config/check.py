@@ -16,7 +16,12 @@ from typing import Any
 
 from eagle3_contracts import conventions
 from eagle3_contracts._text import text_table
-from eagle3_contracts.config.drafter import ERROR, DrafterCheck, check_drafter_coherence
+from eagle3_contracts.config.drafter import (
+    ERROR,
+    DrafterCheck,
+    TensorInfo,
+    check_drafter_coherence,
+)
 from eagle3_contracts.config.plan import CapturePlan, Finding, FindingKind, compare, resolve
 from eagle3_contracts.config.readers import (
     DraftConfig,
@@ -306,7 +311,7 @@ def check_drafter(
     hidden_size: int | None = None,
     trained_with: str | None = None,
     serve_with: Sequence[str] = (),
-    weights: str | os.PathLike[str] | None = None,
+    weights: str | os.PathLike[str] | Mapping[str, TensorInfo] | None = None,
     served_configs: Sequence[PathOrDict | DraftConfig] = (),
     pp_size: int | None = None,
     pp_partition: str | Sequence[int] | None = None,
@@ -314,6 +319,9 @@ def check_drafter(
 ) -> CheckReport:
     """Resolve, compare and check one drafter; see the module docstring.
 
+    ``draft``, ``target`` and ``weights`` may be Hub ids (``org/name[@revision]``, resolved
+    by ``eagle3_contracts._hub``: the HF cache first). A drafter directory holding
+    ``*.safetensors`` is read whole: its weights are checked without ``weights``.
     ``served_configs``: other draft configs served in place of ``draft`` (the trained one);
     each is checked against the training of ``draft``. ``pp_size``/``pp_partition``: the
     serving pipeline split (``"15,15,16,15"``).
@@ -330,9 +338,20 @@ def check_drafter(
         _check_name(trained_with, "trained_with")
     for name in systems:
         _check_serving(name)
+    draft, target, weights = _resolve_sources(draft, target, weights, notes)
     draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     target_cfg = _target(target, num_layers, hidden_size)
 
+    if draft_cfg.schema == "speculators" and draft_cfg.top_level_ids is None:
+        from eagle3_contracts.conventions.speculators import CONVERTER
+
+        n = target_cfg.num_layers
+        notes.append(
+            "a speculators config without eagle_aux_hidden_state_layer_ids: if speculators' "
+            f"converter wrote it, the source checkpoint's ids were dropped ({CONVERTER}); it is "
+            f"served with the default boundaries [2, L//2, L-3] = {[2, n // 2, n - 3]} whatever "
+            "the drafter was trained on (give --trained-with and the source's ids to check that)"
+        )
     stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
     if stamped is not None:
         trained_with = stamped.system
@@ -354,11 +373,9 @@ def check_drafter(
 
     trained0 = readings[0][1]
     num_ids = len(trained0.layer_ids) + len(trained0.non_canonical)
-    drafter = (
-        check_drafter_coherence(draft_cfg, target_cfg, num_ids, weights=weights)
-        if not trained0.refused
-        else ()
-    )
+    if trained0.refused:  # the drafter's files are still read and checked: its fc has one
+        num_ids = len(trained0.native_ids or ())  # input per listed id
+    drafter = check_drafter_coherence(draft_cfg, target_cfg, num_ids, weights=weights)
     pipeline = None
     if partitions:
         pipeline = {
@@ -377,6 +394,42 @@ def check_drafter(
         pipeline=pipeline,
         title=title,
     )
+
+
+def _resolve_sources(
+    draft: PathOrDict | DraftConfig,
+    target: PathOrDict | TargetConfig | None,
+    weights: str | os.PathLike[str] | Mapping[str, TensorInfo] | None,
+    notes: list[str],
+) -> tuple[
+    PathOrDict | DraftConfig,
+    PathOrDict | TargetConfig | None,
+    str | os.PathLike[str] | Mapping[str, TensorInfo] | None,
+]:
+    """Hub ids as local paths (or fetched headers), each resolution noted; a drafter directory
+    with ``*.safetensors`` files gives the weights when ``weights`` is not given."""
+    from eagle3_contracts import _hub
+
+    if isinstance(draft, str):
+        draft, how = _hub.resolve_model(draft, what="draft")
+        notes += [how] if how else []
+    if isinstance(target, str):
+        target, how = _hub.resolve_model(target, what="target")
+        notes += [how] if how else []
+    if isinstance(weights, str):
+        found, how = _hub.resolve_weights(weights)
+        notes += [how] if how else []
+        weights = (
+            found
+            if isinstance(found, str)
+            else {n: TensorInfo(t.file, t.dtype, t.shape) for n, t in found.items()}
+        )
+    elif weights is None and isinstance(draft, (str, os.PathLike)):
+        folder = Path(draft)
+        if folder.is_dir() and any(folder.glob("*.safetensors")):
+            weights = str(folder)
+            notes.append(f"weights read from the drafter directory {folder}")
+    return draft, target, weights
 
 
 def _readings(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,11 +102,15 @@ def check_drafter_coherence(
     target: TargetConfig,
     num_ids: int,
     *,
-    weights: str | os.PathLike[str] | None = None,
+    weights: str | os.PathLike[str] | Mapping[str, TensorInfo] | None = None,
 ) -> tuple[DrafterCheck, ...]:
     """fc width, vocab mapping and norm-flag checks (``num_ids``: ids the drafter was trained
-    on). ``weights`` (a ``.safetensors`` file or directory) enables the tensor checks."""
-    tensors = read_safetensors_header(weights) if weights is not None else None
+    on). ``weights`` (a ``.safetensors`` file or directory, or headers already read: tensor name
+    -> ``TensorInfo``) enables the tensor checks."""
+    if weights is None or isinstance(weights, Mapping):
+        tensors = None if weights is None else dict(weights)
+    else:
+        tensors = read_safetensors_header(weights)
     return (
         _fc_width(draft, target, num_ids, tensors),
         *_vocab(draft, target, tensors),
@@ -207,6 +212,13 @@ def _mapping(tensors: dict[str, TensorInfo], dv: int, vocab: int) -> DrafterChec
             ERROR,
             f"d2t has shape {list(d2t[1].shape)} (want [{dv}]), t2d {list(t2d[1].shape)} "
             f"(want [{vocab}])",
+        )
+    if not all(Path(f[1].file).is_file() for f in (d2t, t2d)):  # headers from the Hub only
+        return DrafterCheck(
+            "vocab-mapping",
+            WARNING,
+            f"d2t {list(d2t[1].shape)} and t2d {list(t2d[1].shape)} have the right shapes; their "
+            f"values were not read (only the safetensors headers were fetched)",
         )
     d2t_values = _load_tensor(d2t[1].file, d2t[0])
     t2d_values = _load_tensor(t2d[1].file, t2d[0])

@@ -184,6 +184,12 @@ def resolve(
     notes: list[str] = []
 
     native, source = _read_ids(draft, conv, n, notes)
+    cited = "; ".join(conv.sources) if conv.release else ""
+    kind, crash = "segments", None
+    unwritten = _unwritten(conv, native, n)
+    if unwritten:  # the whole feed is unreliable: no layers are claimed
+        notes.append(unwritten)
+        kind, crash = "crash", "uninitialised-aux-slots"
     if native is None:
         boundaries = conv.default.boundaries(n)
         if boundaries is None:
@@ -198,9 +204,14 @@ def resolve(
     else:
         refused = _refusal(conv, native, n)
         non_canonical, pairs = _split_post_norm(conv, native, n, notes)
-        ids = _capture(conv, pairs, n, notes, default=False) if not refused else ()
+        ids = _capture(conv, pairs, n, notes, default=False) if not (refused or crash) else ()
+        if crash:
+            non_canonical = ()
         if refused:
-            notes.append(f"{conv.system} refuses this config at load: {refused}")
+            if conv.validation is Validation.CRASHES:
+                notes.append(f"{conv.system} cannot train on this config: {refused}")
+            else:
+                notes.append(f"{conv.system} refuses this config at load: {refused}")
             non_canonical = ()
 
     pp = _Pipeline(conv.pipeline_parallel, conv.captures_before_layer, conv.system)
@@ -218,7 +229,28 @@ def resolve(
         refused=refused,
         pp_dropped=pp_dropped,
         convention=conv,
-        kind="unknown" if unread else "segments",
+        kind="unknown" if unread and kind == "segments" else kind,
+        crash=crash,
+        source=cited,
+        assumptions=conv.assumptions,
+    )
+
+
+def _unwritten(conv: Convention, native: tuple[int, ...] | None, n: int) -> str:
+    """For a system that accepts any id (``Validation.UNINITIALISED``): why the drafter reads
+    buffer slots no layer writes ("" when every id is a layer or a post-norm id)."""
+    if native is None or conv.validation is not Validation.UNINITIALISED:
+        return ""
+    post_norm = conv.post_norm_id.natives(n)
+    offset = conv.offset_rule.offset(native, n)
+    reach = conv.boundary_range(n)
+    bad = [i for i in native if i not in post_norm and i + offset not in reach]
+    if not bad:
+        return ""
+    return (
+        f"ids {bad} are no layer of a {n}-layer target: {conv.system} accepts them, sizes its "
+        f"hidden-state buffer for {len(native)} states and never writes their slots, so the "
+        "drafter silently reads uninitialised memory there"
     )
 
 
@@ -304,6 +336,26 @@ def _where(conv: Convention) -> str:
 
 
 def _refusal(conv: Convention, native: tuple[int, ...], n: int) -> str | None:
+    if conv.validation is Validation.CRASHES:
+        reach = conv.boundary_range(n)
+        offset = conv.offset_rule.offset(native, n)
+        bad = [i for i in native if i + offset not in reach]
+        dupes = sorted({i for i in native if native.count(i) > 1})
+        if bad or dupes:
+            why = "; ".join(
+                part
+                for part in (
+                    f"ids {bad} are no layer of a {n}-layer target" if bad else "",
+                    f"ids {dupes} are listed twice" if dupes else "",
+                )
+                if part
+            )
+            hooks = len(set(native) - set(bad))
+            return (
+                f"{why}: {hooks} hook(s) for an fc built for {len(native)} states, training "
+                "crashes at its first forward (no drafter can have been trained on this config)"
+            )
+        return None
     if conv.exact_count is not None and len(native) != conv.exact_count:
         return f"it requires exactly {conv.exact_count} ids, got {len(native)}"
     if conv.dedup is Dedup.REJECTED and len(set(native)) != len(native):
@@ -491,6 +543,9 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
                     None,
                 )
             )
+        if served.feed is not None and served.feed.ignored_flags:
+            said = [n for n in served.notes if n.startswith(predict.IGNORED_FLAG)]
+            raw.append((FindingKind.FLAG_IGNORED, "; ".join(said), (), None))
         new_post = [x for x in served.non_canonical if x not in trained.non_canonical]
         if new_post:
             raw.append(
@@ -574,6 +629,13 @@ def _release_verdict(
                 None,
             )
         return (FindingKind.UNKNOWN, f"unknown: needs reading at {served.source}", (), None)
+    if served.kind == "crash" and served.feed is None and not trained.refused:
+        return (  # a registry entry's crash (TensorRT-LLM's unwritten buffer slots)
+            FindingKind.CRASHES,
+            f"{served.key} {served.crash}: {why(served)}",
+            (),
+            None,
+        )
     if trained.refused or served.refused or trained.kind != "segments" or served.feed is None:
         return None
     if served.kind == "crash":

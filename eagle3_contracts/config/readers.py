@@ -28,7 +28,9 @@ KNOWN_NORM_FLAGS: Mapping[str, str] = MappingProxyType(
     {
         "norm_before_residual": "speculators / vLLM: norm the embedding before the residual",
         "norm_before_fc": "gpt-oss drafters (sglang#32334): norm the aux states before fc",
-        "fc_norm": "speculators: norm after fc",
+        "fc_norm": "speculators 0.9.0: a per-segment RMSNorm on each aux state before "
+        "concatenation and fc (models/eagle3/core.py:238-242), exclusive with norm_before_fc "
+        "(models/eagle3/config.py:91-95)",
         "norm_output": "speculators: norm the drafter output",
         "use_input_layernorm_in_first_layer": "ModelOpt: input layernorm in the first layer",
         "use_last_layernorm": "ModelOpt: final layernorm",
@@ -186,9 +188,11 @@ def read_target_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any])
     data, src = _load(path_or_dict, "target config")
     sizes: Mapping[str, Any] = data
     prefix = ""
+    # every section present is type-checked, also when the top level holds the depth: a
+    # ``text_config: [1]`` is refused, never skipped
+    sections = [(path, _section(data, path, src)) for path in TEXT_SECTIONS]
     if not any(k in data for k in _NUM_LAYERS_KEYS):
-        for path in TEXT_SECTIONS:
-            section = _section(data, path, src)
+        for path, section in sections:
             if section is not None:
                 sizes, prefix = section, path + "."
                 break

@@ -116,6 +116,9 @@ class Dedup(str, Enum):
     """What happens to a repeated native id."""
 
     MEMBERSHIP = "captured once (the layer loop tests `i in ids`)"
+    ONE_HOOK = (
+        "one hook per layer while fc takes one state per listed id: crashes at the first forward"
+    )
     SORTED_SET = "sorted(set(ids)): duplicates silently dropped"
     REJECTED = "refused at load"
     REPEATED = "gathered once per listed id (list-order gather)"
@@ -126,6 +129,10 @@ class Validation(str, Enum):
 
     SILENT = "ignored silently (never matches the layer loop)"
     REFUSED = "refused at load"
+    CRASHES = "no hook for it: fewer states than fc expects, crashes at the first forward"
+    UNINITIALISED = (
+        "accepted; its buffer slot is never written: the drafter reads uninitialised memory"
+    )
 
 
 class PipelineParallel(str, Enum):
@@ -170,8 +177,9 @@ class Convention:
     embedding_caveat: str = ""  # what goes wrong when canonical -1 is requested, if anything
     # -- prose ----------------------------------------------------------------------------
     notes: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()  # what every answer of this entry assumes (said per row)
     sources: tuple[str, ...] = ()  # repo paths, PRs and issues the facts come from
-    release: str | None = field(default=None)  # set for release-specific entries
+    release: str | None = field(default=None)  # the release read, when sources cite its lines
 
     def __post_init__(self) -> None:
         if self.concat_order not in ORDERS:

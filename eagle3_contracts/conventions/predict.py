@@ -42,6 +42,7 @@ from eagle3_contracts.conventions.names import (
     parse_system,
 )
 from eagle3_contracts.conventions.releases import (
+    ArmsVerdict,
     EntryClass,
     Framework,
     Placement,
@@ -59,6 +60,17 @@ DELTA = "layer delta without the residual (boundaries >= 1)"
 FC_SKIPPED = "raw target state: the drafter skips its fc (the feed is as wide as its embedding)"
 """What the drafter's input holds: the residual stream (right), a layer's delta (a model file
 storing ``hidden_states`` alone in a fused-residual loop), or raw target states that bypass fc."""
+
+IGNORED_FLAG = "the draft config sets"
+"""How a note about a norm flag the release never reads begins."""
+
+FC_HIDDEN_SOURCES: dict[Framework, str] = {
+    Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.33.0 lines 218-221): "
+    "fc_input_size = getattr(config, 'target_hidden_size', config.hidden_size) x states",
+    Framework.SGLANG: "sglang/srt/models/llama_eagle3.py (0.5.23 lines 151-152, 163): "
+    "hidden_size_in = config.target_hidden_size if set, else config.hidden_size",
+}
+"""Where each engine takes the per-state fc width from the draft config."""
 
 FC_WIDTH_SOURCES: dict[Framework, str] = {
     Framework.VLLM: "vllm/model_executor/models/llama_eagle3.py (0.32.0/0.33.0 lines 209-221): "
@@ -126,6 +138,7 @@ class Feed:
     notes: tuple[str, ...] = ()
     state: str = "residual stream"  # what each collected segment holds
     read_path: str | None = field(default=None)  # where a fix must write ids for this release
+    ignored_flags: tuple[str, ...] = ()  # norm flags the config sets that the release never reads
 
     @property
     def system(self) -> str:
@@ -247,6 +260,7 @@ class _Context:
     draft: Mapping[str, Any]
     assumptions: list[str]
     notes: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # norm flags the release never reads
     runner: str | None = None
     model_file: str = ""
     entry: str = ""
@@ -257,6 +271,8 @@ class _Context:
         if isinstance(checked, Feed):
             return checked
         row, rule, placement = checked
+        if explicit_ids is None:  # serving: the release's own drafter runs (not a trainer's)
+            self._ignored_flags()
         use_aux, use_aux_src = self._use_aux()
         if not use_aux:
             return self._feed(
@@ -299,6 +315,15 @@ class _Context:
                 f"selection rule {row.selection.rule_name!r} is not one the predictor knows"
             )
         placement = row.placement
+        arms = row.setter_arms
+        if arms is not None and (
+            arms.verdict is ArmsVerdict.UNKNOWN
+            or (arms.verdict is ArmsVerdict.NOT_ARMED and self.table.framework is Framework.VLLM)
+        ):
+            problems.append(
+                f"whether the EAGLE-3 setter ({'; '.join(arms.setters)}) arms the capture is not "
+                f"read statically ({', '.join(arms.unread) or arms.describe()})"
+            )
         if placement is None or not placement.boundary_exact:
             problems.append(f"capture placement not boundary-exact: {row.placement_problem}")
         if problems or placement is None or rule is None:
@@ -365,6 +390,11 @@ class _Context:
                 )
                 return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
             elements = [e + n if e < 0 else e for e in elements]
+        arms = row.setter_arms
+        if arms is not None and arms.verdict is ArmsVerdict.NOT_ARMED:
+            self.notes.append(f"{arms.describe()} ({placement.describe()}): nothing is captured")
+            self._engine_crash(elements, (), placement)
+            return self._feed("crash", (), width_states, "no-aux-states", source, read=fed)
         if 0 in elements and placement.embedding == "needs reading":
             return self._unknown(
                 f"loop index / boundary 0 (the embedding) asked: what {self.model_file} stores "
@@ -394,6 +424,18 @@ class _Context:
             return self._feed(
                 "crash", canonical, width_states, engine_crash, source, state=state, read=fed
             )
+        sized = self._fc_hidden()
+        if sized is not None and sized[0] != self.target.hidden_size:
+            self.notes.append(
+                f"the drafter's fc is built for {width_states} x {sized[0]} inputs from the draft "
+                f"config's {sized[1]} ({FC_HIDDEN_SOURCES[self.table.framework]}), the target "
+                f"sends {len(canonical)} x {self.target.hidden_size}: shape error at the first "
+                "speculative step (set target_hidden_size = "
+                f"{self.target.hidden_size} if the drafter was trained on this target)"
+            )
+            return self._feed(
+                "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
+            )
         if len(canonical) != width_states:
             self.notes.append(
                 f"the drafter's fc takes {width_states} states "
@@ -405,6 +447,38 @@ class _Context:
                 "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
             )
         return self._feed("segments", canonical, width_states, None, source, state=state, read=fed)
+
+    def _ignored_flags(self) -> None:
+        """Norm flags the draft config sets (top level or ``eagle_config``) that the release's
+        drafter file never reads: the drafter runs without the norm it was trained with."""
+        eagle = self.draft.get("eagle_config")
+        for flag, line in self.table.drafter_flags.items():
+            value = self.draft.get(flag)
+            if value is None and isinstance(eagle, Mapping):
+                value = eagle.get(flag)
+            if value is True and line is None:
+                self.ignored.append(flag)
+                self.notes.append(
+                    f"{IGNORED_FLAG} {flag} = true; {self.release}'s {self.table.drafter_file} "
+                    "never reads it: the drafter runs without that norm"
+                )
+
+    def _fc_hidden(self) -> tuple[int, str] | None:
+        """The per-state width the engine sizes fc (and its norms) from: the draft config's
+        ``target_hidden_size``, else its ``hidden_size`` (speculators: the
+        ``transformer_layer_config``'s); ``None`` when the config gives neither."""
+        layer = self.draft.get("transformer_layer_config")
+        for where, value in (
+            ("target_hidden_size", self.draft.get("target_hidden_size")),
+            ("hidden_size", self.draft.get("hidden_size")),
+            (
+                "transformer_layer_config.hidden_size",
+                layer.get("hidden_size") if isinstance(layer, Mapping) else None,
+            ),
+        ):
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value, where
+        return None
 
     def _fc_skipped(self, count: int) -> bool:
         """SGLang's EAGLE-3 drafter runs fc only when the feed is wider than its embedding
@@ -660,6 +734,7 @@ class _Context:
             notes=tuple(self.notes),
             read_path=read.read_path,
             state=state,
+            ignored_flags=tuple(self.ignored),
         )
 
     def _feed_unsupported(self, where: str, source: str) -> Feed:

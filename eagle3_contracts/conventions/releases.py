@@ -157,6 +157,7 @@ class CaptureSite:
     index: str  # the loop expression tested ("i", "i+1", "num_layers")
     value: str  # what is stored ("hidden+residual", "hidden")
     line: int
+    reads: str = ""  # the state its guard tests ("layers_to_capture", "flag _is_layer_to_capture")
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ class Placement:
             forward=forward,
             line=int(data.get("line", 0)),
             sites=tuple(
-                CaptureSite(s["where"], s["index"], s["value"], s["line"])
+                CaptureSite(s["where"], s["index"], s["value"], s["line"], s.get("reads", ""))
                 for s in data.get("sites", ())
             ),
             boundary_minus_element=data.get("boundary_minus_element"),
@@ -272,6 +273,47 @@ class Selection:
         )
 
 
+class ArmsVerdict(str, Enum):
+    """Whether the EAGLE-3 setter writes the state the capture sites read
+    (``probe.tables.setter_arms``)."""
+
+    ARMED = "armed"
+    PARTLY = "partly armed"  # some sites read a state only another setter writes
+    NOT_ARMED = "not armed"  # no site is armed: nothing is captured
+    UNKNOWN = "unknown"  # a setter hands on to a class not read statically
+
+
+@dataclass(frozen=True)
+class SetterArms:
+    """The setter-to-loop consistency of one entry class."""
+
+    verdict: ArmsVerdict
+    writes: tuple[str, ...]  # states the setters write
+    setters: tuple[str, ...]  # "file:Class.method (line N)", outermost first
+    unarmed: tuple[tuple[int, str], ...]  # (line, state read) of sites no setter arms
+    unread: tuple[str, ...] = ()  # hand-ons not read statically
+
+    def describe(self) -> str:
+        """Why nothing (or not everything) is captured, with the lines."""
+        reads = sorted({r for _, r in self.unarmed})
+        lines = ", ".join(str(line) for line, _ in self.unarmed)
+        return (
+            f"the EAGLE-3 setter ({'; '.join(self.setters)}) writes only "
+            f"{', '.join(self.writes) or 'nothing'}, while the capture at line {lines} reads "
+            f"{', '.join(reads)}, which only another setter sets"
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SetterArms:
+        return cls(
+            verdict=ArmsVerdict(data["verdict"]),
+            writes=tuple(data.get("writes", ())),
+            setters=tuple(data.get("setters", ())),
+            unarmed=tuple((int(u["line"]), str(u["reads"])) for u in data.get("unarmed", ())),
+            unread=tuple(data.get("unread", ())),
+        )
+
+
 @dataclass(frozen=True)
 class EntryClass:
     """A class a release registers for an architecture, with the rule it was read through."""
@@ -284,6 +326,7 @@ class EntryClass:
     placement: Placement | None  # None when no single decoder-stack forward was found
     placement_missing: str = ""  # why there is no placement
     grid_from: str | None = None  # "file.py:Class.method" whose grid the selection is
+    setter_arms: SetterArms | None = None  # None: no setter or placement was read
 
     @property
     def class_name(self) -> str:
@@ -366,6 +409,9 @@ class ReleaseTable:
     runner: RunnerRule | None = None  # vLLM releases whose runner default was probed
     grids: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     # grids["file.py:Class.method"][str(L)][case] = elements, "raises X" or None
+    drafter_file: str = ""  # the release's EAGLE-3 drafter file ("" when not probed)
+    drafter_flags: Mapping[str, int | None] = field(default_factory=dict)
+    # flag -> first line of drafter_file naming it; None: the release ignores the flag
 
     @property
     def release(self) -> str:
@@ -412,6 +458,18 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
     for key, row in data["classes"].items():
         ref = row["placement"]
         placement = placements.get((ref.get("file", ""), ref.get("forward", "")))
+        arms = row.get("setter_arms")
+        if placement is not None and arms is not None and "armed_placement" in arms:
+            # only the sites the EAGLE-3 setter arms capture for this class
+            armed = {**arms["armed_placement"], "line": placement.line}
+            armed["sites"] = [
+                s
+                for s in data["model_files"][placement.file]["placement"][placement.forward][
+                    "sites"
+                ]
+                if s["line"] in arms["armed_lines"]
+            ]
+            placement = Placement.from_json(placement.file, placement.forward, armed)
         classes[key] = EntryClass(
             key=key,
             file=row["file"],
@@ -421,6 +479,7 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
             placement=placement,
             placement_missing=str(ref.get("ambiguous", "")) if placement is None else "",
             grid_from=row.get("grid_from"),
+            setter_arms=None if arms is None else SetterArms.from_json(arms),
         )
     source = data["id_source"]
     runner = data.get("runner")
@@ -454,6 +513,8 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
             v2_architectures=frozenset(runner.get("v2_architectures", ())),
         ),
         grids=grids,
+        drafter_file=data.get("drafter_flags", {}).get("file", ""),
+        drafter_flags=dict(data.get("drafter_flags", {}).get("reads", {})),
     )
 
 

@@ -44,6 +44,15 @@ class TrainerRelease:
     sources: tuple[str, ...]
 
 
+ONLINE_CAPTURE = (
+    "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture launches "
+    "SGLang with --enable-spec-capture --spec-capture-aux-layer-ids (specforge/launch_plan.py:"
+    "492-495), flags its pinned sglang 0.5.14 does not have (sglang/srt/server_args.py defines "
+    "no spec capture option)"
+)
+"""What a SpecForge 0.2.0 answer assumes about how its training features were captured."""
+
+
 def trainer_release(name: str) -> TrainerRelease:
     """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
     spec = parse_system(name, field="trained_with")
@@ -108,6 +117,8 @@ def predict_trainer(
             source=source,
             assumptions=tuple(assumptions),
             notes=(f"{trainer.name} refuses this config: {'; '.join(refused)}",),
+            native_ids=tuple(ids),  # what was refused: the drafter's files are still checked
+            ids_source=NESTED if given is not None else "default",
         )
     captured = predict_feed(trainer.engine, draft_config, target_config, explicit_ids=ids)
     kind, crash = captured.kind, captured.crash
@@ -127,9 +138,7 @@ def predict_trainer(
         assumptions=(
             *assumptions,
             f"training features = what {trainer.engine} captures for "
-            f"{captured.model_file or 'this target'} "
-            "(offline capture; the online path uses a patched SGLang 0.5.14 server assumed to "
-            "call the same setter)",
+            f"{captured.model_file or 'this target'} (offline capture). {ONLINE_CAPTURE}",
             *captured.assumptions,
         ),
         native_ids=tuple(ids),

@@ -166,7 +166,7 @@ def write_dump(
     _add_extra_metadata(metadata, extra_metadata or {}, source)
     stored = {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
     stored[INPUT_IDS_NAME] = input_ids.detach().to("cpu").contiguous()
-    _build(stored, metadata, source)  # refuse to write what read_dump would refuse
+    build_dump(stored, metadata, source)  # refuse to write what read_dump would refuse
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(stored, str(path), metadata=metadata)
     return path
@@ -290,9 +290,20 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
         raise DumpError("is a directory; pass the dump's .safetensors file", source=source)
     if not path.exists():
         raise DumpError("no such file", source=source)
+    tensors, metadata = read_safetensors(path)
+    return build_dump(tensors, metadata, source)
+
+
+def read_safetensors(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The tensors (memory-mapped, copy-on-write) and string metadata of a safetensors file,
+    its header checked first (truncation, overlaps, sizes); ``DumpError`` naming the file."""
+    path = Path(path)
+    source = str(path)
     size = regular_file(path, what="dump", error=DumpError).st_size
     data_start, entries, metadata = _read_header(path, size, source)
-    return _build(_map_tensors(path, size, data_start, entries, source), metadata, source)
+    return _map_tensors(path, size, data_start, entries, source), metadata
 
 
 @dataclass(frozen=True)
@@ -487,8 +498,11 @@ def _not_safetensors(head: bytes, size: int) -> str:
     )
 
 
-def _build(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], source: str) -> Dump:
-    """Validate tensors + metadata and assemble a ``Dump``."""
+def build_dump(
+    tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str], source: str
+) -> Dump:
+    """Validate tensors + metadata (``METADATA_KEYS``) and assemble a ``Dump``: the one check
+    every dump passes, ours or another tool's mapped onto this layout (``dumps.foreign``)."""
     import torch
 
     meta = dict(metadata)
@@ -789,6 +803,8 @@ __all__ = [
     "FORMAT",
     "METADATA_KEYS",
     "Dump",
+    "build_dump",
     "read_dump",
+    "read_safetensors",
     "write_dump",
 ]

@@ -35,6 +35,7 @@ class Site:
     value: str  # "hidden+residual", "hidden", ..., or "read in <callee>"
     via: str | None = None  # helper or callee the site goes through
     evidence: dict[str, str] | None = None  # the hand reading of that callee, if one applied
+    reads: str = ""  # the state its guard tests: "layers_to_capture", "flag _is_layer_to_capture"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -43,6 +44,8 @@ class Site:
             "value": self.value,
             "where": self.where,
         }
+        if self.reads:
+            out["reads"] = self.reads
         if self.via:
             out["via"] = self.via
         if self.evidence:
@@ -76,6 +79,18 @@ def _is_set_attr(node: ast.AST) -> bool:
 
 def _guard_index(test: ast.AST) -> ast.expr | None:
     """``E`` of a guard ``E in self.<capture set>`` (possibly inside ``and``), or None."""
+    found = guard(test)
+    return found[0] if found else None
+
+
+FLAG_STATE = f"flag {CAPTURE_FLAG}"
+"""The state a ``getattr(layer, "_is_layer_to_capture", False)`` guard reads: a per-layer
+attribute, armed only by a setter that ``setattr``s it on ``self.layers[i]``."""
+
+
+def guard(test: ast.AST) -> tuple[ast.expr, str] | None:
+    """``(E, state)`` of a capture guard: ``E in self.<set>`` reads the set attribute ``<set>``;
+    ``getattr(E, "_is_layer_to_capture", False)`` reads the per-layer flag (``FLAG_STATE``)."""
     for node in ast.walk(test):
         if (
             isinstance(node, ast.Compare)
@@ -83,7 +98,9 @@ def _guard_index(test: ast.AST) -> ast.expr | None:
             and isinstance(node.ops[0], ast.In)
             and _is_set_attr(node.comparators[0])
         ):
-            return node.left
+            attr = node.comparators[0]
+            assert isinstance(attr, ast.Attribute)
+            return node.left, attr.attr
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -92,8 +109,13 @@ def _guard_index(test: ast.AST) -> ast.expr | None:
             and isinstance(node.args[1], ast.Constant)
             and node.args[1].value == CAPTURE_FLAG
         ):
-            return node.args[0]
+            return node.args[0], FLAG_STATE
     return None
+
+
+def _guard_state(test: ast.AST) -> str:
+    found = guard(test)
+    return found[1] if found else ""
 
 
 def normalize_value(expr: ast.expr | None) -> str:
@@ -327,7 +349,8 @@ def find_sites(
             where = _where(node, loop)
             form = _index_form(index, loop, aliases)
             value = _resolve_value(_collected(node.body), _assignments(node.body))
-            sites.append(Site(node.lineno, where, form, _value_of(value, loop, where, form)))
+            value = _value_of(value, loop, where, form)
+            sites.append(Site(node.lineno, where, form, value, reads=_guard_state(node.test)))
         elif isinstance(node, ast.IfExp):
             index = _guard_index(node.test)
             if index is None:
@@ -346,7 +369,9 @@ def find_sites(
                 via, value = _follow_into_layer(keyword, layer_forwards)
             else:
                 via, value = f"{callee}({keyword}=...)", f"read in {callee}"
-            sites.append(Site(node.lineno, where, _index_form(index, loop, aliases), value, via))
+            form = _index_form(index, loop, aliases)
+            reads = _guard_state(node.test)
+            sites.append(Site(node.lineno, where, form, value, via, reads=reads))
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -427,6 +452,7 @@ def _inline_helper(call: ast.Call, helper: ast.FunctionDef, loop: _Loop) -> Site
                 _index_form(bind[index.id], loop),
                 value,
                 f"self.{helper.name}",
+                reads=_guard_state(node.test),
             )
     return None
 

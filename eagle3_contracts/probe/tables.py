@@ -5,20 +5,46 @@ the decoder-stack placement; per entry class (what a target's ``architectures`` 
 effective selection rule, default, placement and the chain of code it was read through; and the
 release's draft-config readers with their precedence. Keys are sorted on dump, so a table is a
 stable golden and a behaviour change is a readable diff.
+
+Optional keys (absent in older tables; ``conventions.releases`` reads them when present):
+
+- ``model_files.<f>.placement.<forward>.sites[].reads``: the state a capture site's guard tests
+  (``layers_to_capture``, ``aux_hidden_state_layers``, ``flag _is_layer_to_capture``).
+- ``classes.<key>.setter_arms``: ``setter_arms`` below (verdict ``armed``, ``partly armed`` with
+  ``armed_placement``, ``not armed`` or ``unknown``; ``writes``, ``setters``, ``unarmed``,
+  ``armed_lines``, ``unread``).
+- ``drafter_flags``: ``{"file": ..., "reads": {flag: first line or null}}`` for the release's
+  ``llama_eagle3.py`` (``read_drafter_flags``).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from eagle3_contracts.probe import readings
 from eagle3_contracts.probe.frameworks import FrameworkSpec
 from eagle3_contracts.probe.idsource import find_readers, probe_reader
-from eagle3_contracts.probe.placement import capture_helpers, read_placement
-from eagle3_contracts.probe.selection import GRID_LAYERS, find_functions, grid_ids, probe_function
+from eagle3_contracts.probe.placement import (
+    CAPTURE_FLAG,
+    CAPTURE_SETS,
+    FLAG_STATE,
+    Site,
+    capture_helpers,
+    read_placement,
+    residual_is_none_at_entry,
+    summarize,
+)
+from eagle3_contracts.probe.selection import (
+    GRID_LAYERS,
+    SINK_METHODS,
+    find_functions,
+    grid_ids,
+    probe_function,
+)
 
 PROBE_FORMAT = 1
 """Bumped when the table layout changes (a refresh then rewrites every golden)."""
@@ -300,6 +326,9 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     }
     if spec.runner_file:
         table["runner"] = read_runner_rule(root, spec.runner_file)
+    flags = read_drafter_flags(root, spec.model_dir + DRAFTER_FILE)
+    if flags is not None:
+        table["drafter_flags"] = flags
     wheel = root / "wheel.json"
     if wheel.exists():
         info = json.loads(wheel.read_text())
@@ -386,6 +415,44 @@ def _unsupported(rel: _Release, classes: dict[str, Any]) -> dict[str, str]:
         out.setdefault(arch, key)
     supported = set(_architectures(rel, classes))
     return {a: k for a, k in sorted(out.items()) if a not in supported}
+
+
+DRAFTER_FILE = "llama_eagle3.py"
+"""The release's EAGLE-3 drafter model file, whose config reads decide which norm flags count."""
+
+DRAFTER_FLAGS: tuple[str, ...] = (
+    "norm_before_residual",
+    "norm_before_fc",
+    "fc_norm",
+    "norm_output",
+    "use_input_layernorm_in_first_layer",
+    "use_last_layernorm",
+    "use_mtp_layernorm",
+)
+"""Drafter norm flags trainers write (speculators, SpecForge, ModelOpt)."""
+
+
+def read_drafter_flags(root: Path, rel_path: str) -> dict[str, Any] | None:
+    """Which norm flags the release's drafter reads: the first line naming each
+    (``config.norm_before_fc``, ``getattr(config, "fc_norm", False)``), ``None`` for a flag the
+    file never names (the release ignores it); ``None`` overall when the file is absent."""
+    tree = _parse(root / rel_path)
+    if tree is None:
+        return None
+    reads: dict[str, int | None] = dict.fromkeys(DRAFTER_FLAGS)
+    for node in ast.walk(tree):
+        name = (
+            node.attr
+            if isinstance(node, ast.Attribute)
+            else node.value
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            else None
+        )
+        if name in reads:
+            line = int(getattr(node, "lineno", 0))
+            old = reads[name]
+            reads[name] = line if old is None else min(old, line)
+    return {"file": rel_path, "reads": reads}
 
 
 def read_runner_rule(root: Path, rel_path: str) -> dict[str, Any]:
@@ -523,7 +590,7 @@ def _entry(
     placement = _placement_of(rel, file, cls, placements)
     if "ambiguous" in placement:
         needs.append(placement["ambiguous"])
-    return {
+    out = {
         "chain": chain,
         "file": file,
         "grid_from": grid_from,
@@ -531,6 +598,10 @@ def _entry(
         "placement": placement,
         "selection": selection,
     }
+    arms = setter_arms(rel, chain, placement, placements)
+    if arms is not None:
+        out["setter_arms"] = arms
+    return out
 
 
 def _setter_row(
@@ -584,6 +655,10 @@ def _delegation(
     found = rel.find_class(built_by, where[0]) if built_by else None
     if found is None and built_by:  # self.model = language_model_cls(...)
         found = _class_argument(rel, [(file, cls), *_bases_where(rel, file, cls)], built_by)
+    if found is None and built_by:  # initialize_model(..., model_class=X) and friends
+        found = _factory_built(rel, where, attr)
+        if found is not None:
+            chain.append(f"{where[0]}:{where[1]}.{attr} = {built_by}(...) builds {found[1]}")
     if found is None and attr == "model":
         found = _sibling_setter(rel, where[0], where[1], functions)
     if attr == "model":
@@ -605,6 +680,38 @@ def _delegation(
     sub["chain"] = [*chain, *sub["chain"]]
     sub["needs_reading"] = [*needs, *sub["needs_reading"]]
     return sub
+
+
+def _factory_built(rel: _Release, where: tuple[str, str], attr: str) -> tuple[str, str] | None:
+    """The class a factory call ``self.<attr> = factory(...)`` in ``where``'s ``__init__``
+    builds, when the call names it: ``model_class=Llama4ForCausalLM`` (vLLM
+    ``initialize_model``, mllama4.py), or ``architectures=["DeepseekV2ForCausalLM"]`` looked up
+    in the release's registry (``init_vllm_registered_model``, kimi_k25.py). A factory choosing
+    from the run-time config (no such keyword) stays unread."""
+    init = rel.modules[where[0]].method(where[1], "__init__")
+    for node in ast.walk(init) if init is not None else ():
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and ast.unparse(node.targets[0]) == f"self.{attr}"
+            and isinstance(node.value, ast.Call)
+        ):
+            continue
+        for kw in node.value.keywords:
+            if kw.arg == "model_class" and isinstance(kw.value, ast.Name):
+                return rel.find_class(kw.value.id, where[0])
+            if (
+                kw.arg == "architectures"
+                and isinstance(kw.value, (ast.List, ast.Tuple))
+                and len(kw.value.elts) == 1
+                and isinstance(kw.value.elts[0], ast.Constant)
+            ):
+                arch = kw.value.elts[0].value
+                hits = {(f, c) for a, f, c in _registered(rel) if a == arch}
+                if len(hits) == 1:
+                    (hit,) = hits
+                    return hit if hit[0] in rel.modules else None
+    return None
 
 
 def _inner_model_setter(
@@ -723,6 +830,158 @@ def _vllm_default(
             default: str | None = row["default"]
             return default
     return None
+
+
+# -- setter to loop: does the EAGLE-3 setter write the state the capture site reads? ----------
+
+_CHAIN_METHOD = re.compile(r"^(\S+\.py):(\w+)\.(\w+)\b")
+
+
+def setter_writes(method: ast.FunctionDef) -> set[str]:
+    """The capture state a setter writes: a set attribute assigned anywhere
+    (``self.model.layers_to_capture = ...``, ``setattr(x, "layers_to_capture", ...)``) or the
+    per-layer flag (``setattr(self.layers[i], "_is_layer_to_capture", True)``)."""
+    out: set[str] = set()
+    for node in ast.walk(method):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr in CAPTURE_SETS:
+                out.add(target.attr)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+        ):
+            name = node.args[1].value
+            if name == CAPTURE_FLAG:
+                out.add(FLAG_STATE)
+            elif name in CAPTURE_SETS:
+                out.add(str(name))
+    return out
+
+
+def _delegated_setters(
+    rel: _Release, where: tuple[str, str], method: ast.FunctionDef, names: set[str]
+) -> list[tuple[str, str, ast.FunctionDef]]:
+    """Setters ``method`` hands on to: ``self.<attr>.<setter>(...)`` (vLLM ``Plamo3Model``:
+    ``self.layers._set_aux_hidden_state_layers(layers)``), resolved through the class
+    ``self.<attr>`` is built from; an unresolved one is returned with an empty class."""
+    out: list[tuple[str, str, ast.FunctionDef]] = []
+    for node in ast.walk(method):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in names
+            and isinstance(node.func.value, ast.Attribute)
+            and isinstance(node.func.value.value, ast.Name)
+            and node.func.value.value.id == "self"
+        ):
+            continue
+        attr, name = node.func.value.attr, node.func.attr
+        built = None
+        for owner in [where, *_bases_where(rel, *where)]:
+            built = rel.modules[owner[0]].attribute_class(owner[1], attr)
+            if built:
+                break
+        cls = rel.find_class(built, where[0]) if built else None
+        found = rel.resolve_method(cls[0], cls[1], name) if cls else None
+        target = rel.modules[found[0]].method(found[1], name) if found else None
+        if found is None or target is None:
+            out.append(("", f"self.{attr}.{name}", method))
+        else:
+            out.append((found[0], f"{found[1]}.{name}", target))
+    return out
+
+
+def setter_arms(
+    rel: _Release,
+    chain: list[str],
+    placement: dict[str, Any],
+    placements: dict[str, dict[str, Any]],
+) -> dict[str, Any] | None:
+    """Setter-to-loop consistency of one entry class: the capture state written by the setters
+    its chain runs (outer, delegated, inner; each followed through ``self.<attr>.<setter>()``)
+    against the state each capture site of its placement reads. A site whose state no setter
+    writes is never armed by EAGLE-3 (sglang 0.5.14 ``qwen3_5.py:1256`` reads
+    ``_is_layer_to_capture``, set only by ``set_dflash_layers_to_capture`` at line 1210).
+    ``None`` when no setter or placement was read (the row is unknown for that reason already),
+    verdict ``unknown`` when a setter hands on to a class not read statically."""
+    summary = placements.get(placement.get("file", ""), {}).get(placement.get("forward", ""))
+    if summary is None or not summary.get("sites"):
+        return None
+    names = {rel.spec.setter, *SINK_METHODS}
+    todo: list[tuple[str, str, ast.FunctionDef]] = []
+    for link in chain:
+        found = _CHAIN_METHOD.match(link)
+        if found is None or found.group(3) not in names:
+            continue
+        file, cls, name = found.groups()
+        method = rel.modules[file].method(cls, name) if file in rel.modules else None
+        if method is not None:
+            todo.append((file, f"{cls}.{name}", method))
+    if not todo:
+        return None
+    # ``self.model.<setter>()`` is already followed by the chain (the inner setter's link, or
+    # the note that a hasattr() guard finds none): not unread when it cannot be resolved here
+    inner_read = len(todo) > 1 or any(f"has no {rel.spec.setter}" in link for link in chain)
+    writes: set[str] = set()
+    setters: list[str] = []
+    unread: list[str] = []
+    while todo and len(setters) < 8:
+        file, qual, method = todo.pop(0)
+        if not file:
+            if not (inner_read and qual.startswith("self.model.")):
+                unread.append(qual)
+            continue
+        label = f"{file}:{qual} (line {method.lineno})"
+        if label in setters:
+            continue
+        setters.append(label)
+        writes |= setter_writes(method)
+        todo += _delegated_setters(rel, (file, qual.split(".")[0]), method, names)
+    sites = summary["sites"]
+    armed = [s for s in sites if s.get("reads") in writes]
+    unarmed = [{"line": s["line"], "reads": s.get("reads", "")} for s in sites if s not in armed]
+    out: dict[str, Any] = {
+        "armed_lines": [s["line"] for s in armed],
+        "setters": setters,
+        "unarmed": unarmed,
+        "writes": sorted(writes),
+    }
+    if unread:
+        out["verdict"] = "unknown"
+        out["unread"] = unread
+    elif not unarmed:
+        out["verdict"] = "armed"
+    elif not armed:
+        out["verdict"] = "not armed"
+    else:
+        out["verdict"] = "partly armed"
+        owner, _, _ = placement["forward"].partition(".")
+        forward = rel.modules[placement["file"]].method(owner, "forward")
+        residual_none = forward is not None and residual_is_none_at_entry(forward)
+        only = summarize([_site(s) for s in armed], residual_none)
+        out["armed_placement"] = {k: v for k, v in only.items() if k != "sites"}
+    return out
+
+
+def _site(row: dict[str, Any]) -> Site:
+    """A ``Site`` back from its table form."""
+    return Site(
+        row["line"],
+        row["where"],
+        row["index"],
+        row["value"],
+        row.get("via"),
+        row.get("reading"),
+        row.get("reads", ""),
+    )
 
 
 # -- stable JSON ------------------------------------------------------------------------------

@@ -11,10 +11,11 @@ Loaded automatically once ``eagle3-contracts`` is installed. It adds:
 * hypothesis profiles ``eagle3-dev``, ``eagle3-ci`` and ``eagle3-gpu``, registered in
   ``pytest_configure`` (never at import) but not loaded (load one with
   ``--hypothesis-profile=eagle3-ci`` or ``settings.load_profile("eagle3-ci")``);
-* ini options ``eagle3_configs`` (globs of drafter config files), ``eagle3_serve_with``
+* ini options ``eagle3_configs`` (globs of drafter config files, or Hub ids ``org/name[@rev]``
+  read from the HF cache first), ``eagle3_serve_with``
   (serving systems) and ``eagle3_trained_with`` (the training system), optionally
-  ``eagle3_target`` (the target ``config.json``, else a ``target.json`` next to each drafter
-  config): every matching config becomes one test item per serving system, failing with the
+  ``eagle3_target`` (the target ``config.json`` or a Hub id ``org/name[@revision]``, read from
+  the HF cache first; else a ``target.json`` next to each drafter config): every matching config becomes one test item per serving system, failing with the
   findings of ``eagle3_contracts.config.check.check_drafter`` when serving would feed the drafter
   other layers than training did.
 
@@ -86,7 +87,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "eagle3_configs",
         type="linelist",
         default=[],
-        help="eagle3-contracts: globs (relative to rootdir) of drafter config.json files to check",
+        help="eagle3-contracts: globs (relative to rootdir) of drafter config.json files to "
+        "check, or Hub ids org/name[@revision] (HF cache first)",
     )
     parser.addini(
         "eagle3_serve_with",
@@ -105,8 +107,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "eagle3_target",
         type="string",
         default="",
-        help="eagle3-contracts: target config.json (relative to rootdir); default: a "
-        "target.json next to each drafter config",
+        help="eagle3-contracts: target config.json (relative to rootdir) or a Hub id "
+        "org/name[@revision] (HF cache first); default: a target.json next to each drafter config",
     )
 
 
@@ -121,6 +123,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _CONFIGS = pytest.StashKey[frozenset[Path]]()
+_HUB_DRAFTS = pytest.StashKey[tuple[tuple[str, Path], ...]]()
+
+
+def _hub_draft(config: pytest.Config, pattern: str) -> bool:
+    """An ``eagle3_configs`` entry naming a Hub id (no file under the rootdir has its name):
+    resolved now through the HF cache (then the network unless offline), its ``config.json``
+    kept for collection; a miss is a usage error naming the id and what was tried."""
+    from eagle3_contracts._hub import config_file, parse_hub_id
+    from eagle3_contracts.errors import ConfigError
+
+    hub = parse_hub_id(pattern)
+    if hub is None or (config.rootpath / pattern).exists():
+        return False
+    try:
+        path, _ = config_file(hub, what="draft")
+    except ConfigError as exc:
+        raise pytest.UsageError(f"eagle3_configs entry {pattern!r}: {exc}") from None
+    config.stash[_HUB_DRAFTS] = (*config.stash.get(_HUB_DRAFTS, ()), (str(hub), path))
+    return True
 
 
 def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:
@@ -131,7 +152,7 @@ def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:
     roots = [Path(a.split("::")[0]).resolve() for a in config.args]
     found: set[Path] = set()
     for pattern in (g.strip() for g in config.getini("eagle3_configs")):
-        if not pattern:
+        if not pattern or _hub_draft(config, pattern):
             continue
         try:
             matches = sorted(p.resolve() for p in root.glob(pattern) if p.is_file())
@@ -191,8 +212,21 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Hub-id drafters (``eagle3_configs = org/name``) live in the HF cache, outside every
+    collected path: their items are added here, named by the id."""
+    for hub, path in config.stash.get(_HUB_DRAFTS, ()):
+        node = DrafterConfigFile.from_parent(session, path=path, nodeid=f"hub:{hub}")
+        node.hub_id = hub
+        items.extend(node.collect())
+
+
 class DrafterConfigFile(pytest.File):
     """One drafter config: one item per serving system in ``eagle3_serve_with``."""
+
+    hub_id: str | None = None  # the Hub id it was resolved from (HF cache), if any
 
     def collect(self) -> Iterator[pytest.Item]:
         systems = self.config.getini("eagle3_serve_with")
@@ -214,10 +248,15 @@ class DrafterServeItem(pytest.Item):
         super().__init__(**kwargs)
         self.system = system
 
-    def _target(self) -> Path | None:
+    def _target(self) -> Path | str | None:
+        from eagle3_contracts._hub import parse_hub_id
+
         configured = str(self.config.getini("eagle3_target")).strip()
+        local = self.config.rootpath / configured
+        if configured and not local.exists() and parse_hub_id(configured) is not None:
+            return configured  # a Hub id: check_drafter resolves it (HF cache first)
         if configured:
-            return self.config.rootpath / configured
+            return local
         sibling = self.path.parent / "target.json"
         return sibling if sibling.exists() else None
 
@@ -254,7 +293,11 @@ class DrafterServeItem(pytest.Item):
         return self.path, None, f"eagle3 drafter config {self._shown()} served with {system}"
 
     def _shown(self) -> str:
-        """The config's path relative to the rootdir (several drafters share one file name)."""
+        """The config's path relative to the rootdir (several drafters share one file name),
+        or the Hub id it came from."""
+        hub = getattr(self.parent, "hub_id", None)
+        if hub:
+            return str(hub)
         try:
             return str(self.path.relative_to(self.config.rootpath))
         except ValueError:

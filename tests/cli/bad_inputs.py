@@ -428,7 +428,11 @@ CASES: tuple[Case, ...] = (
     _c("dump-dev-urandom", "diagnose --dump {urandom} --target {tcfg}", REGULAR),
     _c("dump-missing", "diagnose --dump {missing} --target {tcfg}", "no such file"),
     _c("dump-directory", "diagnose --dump {tmp} --target {tcfg}", "is a directory"),
-    _c("dump-pt-suffix", "diagnose --dump {pt} --target {tcfg}", "pickle-based"),
+    _c(
+        "dump-pt-suffix",
+        "diagnose --dump {pt} --target {tcfg}",
+        "torch.load(weights_only=True) refused it",
+    ),
     _c("dump-empty", "diagnose --dump {empty} --target {tcfg}", "only 0 bytes"),
     _c("dump-text", "diagnose --dump {d_text} --target {tcfg}", "not a safetensors"),
     _c(

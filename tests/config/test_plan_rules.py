@@ -142,24 +142,26 @@ def test_a_refused_config_feeds_nothing_and_says_so() -> None:
         (  # past L, listed before reachable ids: they are still captured
             nested(2, 61, 30),
             KIMI,
-            "trtllm",
+            LEGACY,
             (2, 30),
-            f"native id 61 (boundary 62) is never captured by {TRT}: outside its layer loop",
+            f"native id 61 (boundary 62) is never captured by {LEGACY.system}: outside its layer "
+            "loop",
         ),
         (
             nested(-2, 2, 30),
             KIMI,
-            "trtllm",
+            LEGACY,
             (2, 30),
-            f"native id -2 (boundary -1) is never captured by {TRT}: outside its layer loop",
+            f"native id -2 (boundary -1) is never captured by {LEGACY.system}: outside its layer "
+            "loop",
         ),
         (  # b == 0 where the embedding is unreachable, no caveat
             nested(-1, 2, 30),
             KIMI,
-            "modelopt",
+            dataclasses.replace(LEGACY, embedding_caveat=""),
             (2, 30),
-            f"native id -1 (boundary 0) is never captured by {conventions.get('modelopt').system}"
-            ": the embedding, which it cannot reach",
+            f"native id -1 (boundary 0) is never captured by {LEGACY.system}: the embedding, which "
+            "it cannot reach",
         ),
         (  # ... and with the system's caveat
             nested(-1, 2, 30),
@@ -387,7 +389,7 @@ def test_a_pipeline_drop_fix_also_asks_for_the_last_stage() -> None:
 
 
 def test_a_drafter_trained_on_no_layer_has_no_fix() -> None:
-    trained = resolve(nested(61, 62, 63), KIMI, "trtllm")  # every id past the layer loop
+    trained = resolve(nested(61, 62, 63), KIMI, LEGACY)  # every id past the layer loop
     assert trained.layer_ids == () and not trained.refused
     findings = compare(trained, TRAINED)
     assert findings and all(f.fix_native_ids is None for f in findings)

@@ -983,8 +983,11 @@ def test_specforge_json_form() -> None:
             "unversioned 'specforge' = its newest release specforge==0.2.0 with its default "
             "(only) backend sglang",
             f"no {NESTED}: specforge==0.2.0's default [1, L//2-1, L-4] = [1, 15, 28]",
-            "training features = what sglang==0.5.14 captures for llama.py (offline capture; the "
-            "online path uses a patched SGLang 0.5.14 server assumed to call the same setter)",
+            "training features = what sglang==0.5.14 captures for llama.py (offline capture). "
+            "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture "
+            "launches SGLang with --enable-spec-capture --spec-capture-aux-layer-ids "
+            "(specforge/launch_plan.py:492-495), flags its pinned sglang 0.5.14 does not have "
+            "(sglang/srt/server_args.py defines no spec capture option)",
         ],
         native_ids=[1, 15, 28],
         ids_source="default",  # SpecForge's own default: read from no config field
@@ -1016,6 +1019,8 @@ def test_specforge_refusals(ids: tuple[int, ...], why: str) -> None:
         release="specforge==0.2.0",
         source="; ".join(SPECFORGE_SOURCES),
         notes=[f"specforge==0.2.0 refuses this config: {why}"],
+        native_ids=list(ids),  # what was refused, so the drafter's files are still checked
+        ids_source=NESTED,
     )
 
 
@@ -1346,13 +1351,17 @@ def test_every_trainer_release_name_is_answered(name: str) -> None:
 
 def test_vllm_always_applies_fc() -> None:
     small = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 6, "hidden_size": 64}
-    feed = predict_feed("vllm==0.32.0:v1", {"hidden_size": 192, **top(2, 3, 4)}, small)
+    draft = {"hidden_size": 192, "target_hidden_size": 64, **top(2, 3, 4)}
+    feed = predict_feed("vllm==0.32.0:v1", draft, small)
     assert (feed.kind, feed.canonical, feed.state, feed.notes) == (
         "segments",
         (1, 2, 3),
         predict.STREAM,
         (),
     )
+    # without target_hidden_size, llama_eagle3.py:218-221 sizes fc 3 x 192 for a 3 x 64 feed
+    unsized = predict_feed("vllm==0.32.0:v1", {"hidden_size": 192, **top(2, 3, 4)}, small)
+    assert (unsized.kind, unsized.crash) == ("crash", "fc-width-mismatch")
 
 
 def test_vllm_v2_without_ids_notes_only_its_default() -> None:
@@ -1493,6 +1502,9 @@ def test_a_training_capture_of_an_unknown_model_file_says_this_target() -> None:
     feed = predict_system("specforge==0.2.0", nested(1, 15, 28), foo)
     assert (feed.kind, feed.model_file) == ("unknown", "")
     assert feed.assumptions[0] == (
-        "training features = what sglang==0.5.14 captures for this target (offline capture; the "
-        "online path uses a patched SGLang 0.5.14 server assumed to call the same setter)"
+        "training features = what sglang==0.5.14 captures for this target (offline capture). "
+        "Only offline capture runs on a stock install: SpecForge 0.2.0's online capture "
+        "launches SGLang with --enable-spec-capture --spec-capture-aux-layer-ids "
+        "(specforge/launch_plan.py:492-495), flags its pinned sglang 0.5.14 does not have "
+        "(sglang/srt/server_args.py defines no spec capture option)"
     )

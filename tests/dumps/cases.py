@@ -114,11 +114,17 @@ class BadDump:
     name: str  # test id
     make: Callable[[Path], Path]  # writes the file under a tmp dir, returns its path
     expect: str  # fragment of the one-line DumpError message
+    cli_expect: str | None = None  # the CLI's, when diagnose reads other tools' files too
 
 
 BAD_DUMPS: tuple[BadDump, ...] = (
     # -- not a safetensors file / unsafe ---------------------------------------------------
-    BadDump("pt-suffix", _torch_save("capture.pt"), "refusing to load a .pt file"),
+    BadDump(
+        "pt-suffix",
+        _torch_save("capture.pt"),
+        "refusing to load a .pt file",
+        cli_expect="not a hidden-state file this tool reads: keys ['hidden_states']",
+    ),
     BadDump("bin-suffix", _bytes(b"whatever", "states.bin"), "pickle-based"),
     BadDump("torch-save-renamed", _torch_save("capture.safetensors"), "torch.save output"),
     BadDump("pickle-renamed", _bytes(pickle.dumps({"a": 1}, protocol=4)), "a pickle"),

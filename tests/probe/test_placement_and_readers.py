@@ -19,7 +19,13 @@ def _placement(source: str, helpers_source: str | None = None) -> dict:
 def test_capture_before_layer_i_is_boundary_i_and_crashes_on_the_embedding():
     (summary,) = _placement(BEFORE_LAYER).values()
     assert summary["sites"] == [
-        {"index": "i", "line": 8, "value": "hidden+residual", "where": "before layer"}
+        {
+            "index": "i",
+            "line": 8,
+            "value": "hidden+residual",
+            "where": "before layer",
+            "reads": "layers_to_capture",
+        }
     ]
     assert summary["boundary_minus_element"] == 0
     assert summary["elements"] == ["0..L-1"]

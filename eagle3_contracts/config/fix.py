@@ -1,0 +1,166 @@
+"""``fix_drafter``: the drafter config every named serving release reads correctly.
+
+For each release ``check`` finds a mismatch with, the fix is the id list ``plan.proven_fix``
+proved (predicting again gives exactly the trained layers) at the field that release reads.
+Fixes for several releases are combined when they write different fields, or the same field
+with the same ids; two different lists for one field is a conflict, refused with both named.
+The combined config is checked again against the original training (``check_drafter``'s
+``served_configs``: the trained plan is the original drafter's, whatever the edit changes) and
+must be ok for every release. The new text is the original with only those members edited
+(``config.jsonedit``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eagle3_contracts._io import replace_text
+from eagle3_contracts.config.check import CheckReport, check_drafter
+from eagle3_contracts.config.jsonedit import edit_ids
+from eagle3_contracts.config.plan import Fix, apply_fix
+from eagle3_contracts.errors import ConfigError, ContractError
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One field to write and the releases that need it."""
+
+    path: str  # "eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids"
+    ids: tuple[int, ...]  # native ids, as that field is read
+    systems: tuple[str, ...]  # release keys that read this field ("vllm==0.33.0:v2 llama.py")
+
+    def describe(self) -> str:
+        return f"{self.path} = [{', '.join(map(str, self.ids))}] (for {', '.join(self.systems)})"
+
+
+@dataclass(frozen=True)
+class DrafterFix:
+    """The fixed config text and what changed; ``edits`` is empty when nothing needed fixing."""
+
+    config_path: Path
+    original: str
+    text: str
+    edits: tuple[Edit, ...]
+    already_ok: tuple[str, ...]  # release keys that read the drafter correctly as it is
+    report: CheckReport  # the check before the fix
+
+
+def config_path(draft: str | os.PathLike[str]) -> Path:
+    """A drafter directory's ``config.json``, or the file itself."""
+    path = Path(draft)
+    return path / "config.json" if path.is_dir() else path
+
+
+def fix_drafter(
+    draft: str | os.PathLike[str],
+    *,
+    target: str | os.PathLike[str],
+    serve_with: Sequence[str],
+    trained_with: str | None,
+) -> DrafterFix:
+    """The fixed config for ``serve_with``; ``ContractError`` (field ``serve_with``) when no
+    one config can serve them all, or a release has no proven fix."""
+    path = config_path(draft)
+    report = check_drafter(
+        str(path), target=str(target), trained_with=trained_with, serve_with=tuple(serve_with)
+    )
+    if report.ambiguous:
+        raise ContractError(
+            "the training claim is missing: the ids mean different layers under each reading; "
+            "stamp the drafter, pass --trained-with or set EAGLE3_CONTRACTS_TRAINED_WITH",
+            field="trained_with",
+        )
+    errors = [c for c in report.drafter if c.status == "error"]
+    if errors:
+        raise ContractError(
+            f"the drafter itself is wrong, which no layer ids fix: {errors[0].name}: "
+            f"{errors[0].message}",
+            field=errors[0].name,
+        )
+    edits: dict[str, Edit] = {}
+    kept: dict[str, Edit] = {}  # fields a release already reads correctly: never changed
+    for row in report.rows:
+        if row.ok and row.plan.read_path is not None and row.plan.native_ids is not None:
+            known = kept.get(row.plan.read_path)
+            systems = (*known.systems, row.plan.key) if known else (row.plan.key,)
+            kept[row.plan.read_path] = Edit(row.plan.read_path, row.plan.native_ids, systems)
+    for row in report.rows:
+        if row.ok:
+            continue
+        if row.fix_native_ids is None or row.plan.read_path is None:
+            raise ContractError(f"{row.plan.key}: {row.verdict}; {row.fix}", field="serve_with")
+        ids, where = tuple(row.fix_native_ids), row.plan.read_path
+        known = edits.get(where) or kept.get(where)
+        if known is not None and known.ids != ids:
+            raise ContractError(
+                f"no one config serves both: {', '.join(known.systems)} needs {where} = "
+                f"{list(known.ids)} and {row.plan.key} needs {where} = {list(ids)}; write one "
+                "config per release (fix each with its own --serve-with)",
+                field="serve_with",
+            )
+        systems = (*edits[where].systems, row.plan.key) if where in edits else (row.plan.key,)
+        edits[where] = Edit(where, ids, systems)
+    original = path.read_text(encoding="utf-8")
+    fixed: dict[str, Any] = dict(report.draft.raw)
+    for edit in edits.values():
+        fixed = apply_fix(fixed, Fix(edit.ids, edit.path, ""))
+    text = edit_ids(original, [(e.path, e.ids) for e in edits.values()], fixed, str(path))
+    if edits:
+        _recheck(path, text, target, trained_with, serve_with)
+    ok = tuple(r.plan.key for r in report.rows if r.ok)
+    return DrafterFix(path, original, text, tuple(edits.values()), ok, report)
+
+
+def _recheck(
+    trained: Path,
+    text: str,
+    target: str | os.PathLike[str],
+    trained_with: str | None,
+    serve_with: Sequence[str],
+) -> None:
+    """Serve ``text`` in place of the trained drafter: every release must then say ok."""
+    import json
+
+    served = json.loads(text)
+    again = check_drafter(
+        str(trained),
+        target=str(target),
+        trained_with=trained_with,
+        serve_with=tuple(serve_with),
+        served_configs=(served,),
+    )
+    wrong = [r for r in again.rows if r.config == "<dict>" and not r.ok]
+    if wrong:
+        raise ConfigError(
+            f"the combined fix does not serve every release: {wrong[0].plan.key} then "
+            f"{wrong[0].verdict}; fix each release with its own --serve-with",
+            source=str(trained),
+            field="serve_with",
+        )
+
+
+def write_fix(fix: DrafterFix) -> Path:
+    """Write ``fix.text`` over the config (atomically), keeping the original beside it as
+    ``config.json.bak`` (``.bak1``, ``.bak2`` ... when taken); return the backup's path."""
+    path = fix.config_path
+    if path.is_symlink():
+        raise ConfigError(
+            "is a symlink (a Hugging Face cache file?); copy the drafter to a folder of your own "
+            "and fix that",
+            source=str(path),
+        )
+    backup = path.with_name(path.name + ".bak")
+    n = 0
+    while backup.exists():
+        n += 1
+        backup = path.with_name(f"{path.name}.bak{n}")
+    replace_text(backup, fix.original, what="backup")
+    replace_text(path, fix.text, what="fixed config")
+    return backup
+
+
+__all__ = ["DrafterFix", "Edit", "config_path", "fix_drafter", "write_fix"]
