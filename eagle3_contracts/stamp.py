@@ -31,7 +31,6 @@ the ``EAGLE3_CONTRACTS_TRAINED_WITH`` environment variable.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +43,9 @@ from eagle3_contracts.errors import ConfigError
 STAMP_KEY = "eagle3_contract"
 SCHEMA = "eagle3-contracts.stamp/1"
 ENV_TRAINED_WITH = "EAGLE3_CONTRACTS_TRAINED_WITH"
+RETIRED_ENV_TRAINED_WITH = "EAGLE3_TRAINED_WITH"
+"""A second name for the same idea, read by nothing: set, it is refused (``trained_with_env``)
+rather than silently ignored."""
 ORDERS = ("as_listed", "ascending")
 
 
@@ -220,10 +222,26 @@ def claim_source(
             return ClaimSource("stamp", where, stamp=stamp, trained_with=stamp.trained_with)
     if trained_with:
         return ClaimSource("--trained-with", trained_with, trained_with=trained_with)
-    from_env = env.get(ENV_TRAINED_WITH, "").strip()
+    from_env = trained_with_env(env)
     if from_env:
         return ClaimSource("env", from_env, trained_with=from_env)
     return ClaimSource("none", "the training contract is unknown")
+
+
+def trained_with_env(environ: Mapping[str, str] | None = None) -> str | None:
+    """``EAGLE3_CONTRACTS_TRAINED_WITH`` (stripped; ``None`` when unset or empty). A
+    ``ConfigError`` when only the retired ``EAGLE3_TRAINED_WITH`` is set: one variable per
+    idea, and a claim the user set is never silently dropped."""
+    env = os.environ if environ is None else environ
+    value = env.get(ENV_TRAINED_WITH, "").strip()
+    retired = env.get(RETIRED_ENV_TRAINED_WITH, "").strip()
+    if retired and not value:
+        raise ConfigError(
+            f"{RETIRED_ENV_TRAINED_WITH}={retired} is not read: the training claim's variable "
+            f"is {ENV_TRAINED_WITH}; rename it",
+            field=RETIRED_ENV_TRAINED_WITH,
+        )
+    return value or None
 
 
 def claim_trained_with(
@@ -245,18 +263,29 @@ def claim_trained_with(
 def write_stamp(draft: str | os.PathLike[str], stamp: Stamp) -> Path:
     """Add (or replace) the stamp block in the drafter's ``config.json``; return its path.
 
-    Every other key and its order are kept; the file is replaced atomically.
+    A minimal textual edit: only the ``eagle3_contract`` member changes (or is added after the
+    last one), every other byte (key order, indentation, compact arrays) is kept; the file is
+    replaced atomically.
     """
+    from eagle3_contracts._io import load_json, read_bounded
+    from eagle3_contracts._json_edit import set_top_level_key
+
     path = _config_path(draft)
-    data = _load_config(path)
-    data[STAMP_KEY] = stamp.to_dict()
-    parse_stamp(data[STAMP_KEY], source=str(path))  # never write what read_stamp refuses
-    replace_text(path, json.dumps(data, indent=2) + "\n", what="stamp")
+    raw = read_bounded(path, what="draft config")
+    data = load_json(raw, what="draft config", source=str(path))
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"a drafter config is a JSON object, got {type(data).__name__}", source=str(path)
+        )
+    parse_stamp(stamp.to_dict(), source=str(path))  # never write what read_stamp refuses
+    text = set_top_level_key(raw.decode("utf-8"), STAMP_KEY, stamp.to_dict())
+    replace_text(path, text if text.endswith("\n") else text + "\n", what="stamp")
     return path
 
 
 __all__ = [
     "ENV_TRAINED_WITH",
+    "RETIRED_ENV_TRAINED_WITH",
     "SCHEMA",
     "STAMP_KEY",
     "ClaimSource",
@@ -265,5 +294,6 @@ __all__ = [
     "claim_trained_with",
     "parse_stamp",
     "read_stamp",
+    "trained_with_env",
     "write_stamp",
 ]

@@ -6,14 +6,15 @@ subcommand touches no shared file. Subcommand modules import torch lazily, insid
 
 Exit codes: 0 all good, 1 a mismatch/violation found, 2 bad input (one line on stderr),
 3 an internal error: a bug in eagle3-contracts (one line asking for a report; ``--debug``
-prints the traceback). 130 on Ctrl-C.
+prints the traceback). 130 on Ctrl-C. A closed stdout (``| head -1``) never turns a verdict
+into 0: the verdict's own code when it was known, else 141 (128 + SIGPIPE, as a shell reports a
+writer killed by a closed pipe).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import pkgutil
 import sys
 import traceback
@@ -25,6 +26,8 @@ from eagle3_contracts.errors import Eagle3ContractsError
 PROG = "eagle3-contracts"
 EXIT_INTERNAL = 3
 """Exit code of a crash: an exception no input check anticipated (a bug to report)."""
+EXIT_BROKEN_PIPE = 141
+"""Exit code when the reader closed stdout before the verdict was known (128 + SIGPIPE)."""
 
 
 class UsageError(Eagle3ContractsError, ValueError):
@@ -77,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     debug_help = "on an internal error (exit 3), print the traceback"
     parser.add_argument("--debug", action="store_true", help=debug_help)
+    import eagle3_contracts
+
+    version = f"{PROG} {eagle3_contracts.__version__}"
+    parser.add_argument("--version", action="version", version=version)
     common = _Parser(add_help=False)  # --debug after the subcommand, too
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -94,14 +101,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used by the console script)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv[: argv.index("--")] if "--" in argv else "--debug" in argv
+    code: int | None = None
     try:
         args = build_parser().parse_args(argv)
-        return int(args._run(args))
+        code = int(args._run(args))
+        sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe is unreported
+        return code
     except BrokenPipeError:
-        # The reader (``| head``) went away: not an input error. Silence the final flush.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        # The reader (``| head``) went away: not an input error, and not a pass either.
+        from eagle3_contracts.cli._output import drop_stdout
+
+        drop_stdout()
+        return EXIT_BROKEN_PIPE if code is None else code
     except (Eagle3ContractsError, OSError) as exc:  # bad input: ours to name, or the OS's
         message = " ".join(str(exc).split()) or type(exc).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)

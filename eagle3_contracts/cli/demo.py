@@ -30,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eagle3_contracts.cli._output import progress, start_torch_work
+
+    step = progress()
+    start_torch_work(step)
     from eagle3_contracts.dumps.demo import run_demo
 
     if args.out is not None:
@@ -39,13 +43,16 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"--out {args.out}: cannot create the directory: {exc.strerror}"
             ) from None
-    result = run_demo(out_dir=args.out)
-    print(result.render_text())
+    result = run_demo(out_dir=args.out, progress=step)
+    from eagle3_contracts.cli._output import say
+
+    say(result.render_text())
     if args.no_acceptance:
         return result.exit_code
     from eagle3_contracts.acceptance.story import run_story
 
+    step("acceptance: the drafter run on the layers each release feeds")
     story = run_story()
-    print("\n" + "=" * 78 + "\nwhat the wiring costs: acceptance\n" + "=" * 78)
-    print(story.render_text())
+    say("\n" + "=" * 78 + "\nwhat the wiring costs: acceptance\n" + "=" * 78)
+    say(story.render_text())
     return result.exit_code if story.as_scripted else 1

@@ -105,6 +105,7 @@ def _seed(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli import UsageError, parse_ids
+    from eagle3_contracts.cli._output import progress, start_torch_work
     from eagle3_contracts.conventions.names import parse_convention
 
     if len(args.dump) > 2:
@@ -120,9 +121,6 @@ def run(args: argparse.Namespace) -> int:
     ids = parse_ids(args.ids) if args.ids is not None else None
     # every name and argument is checked above, before torch is imported or a model loads
     from eagle3_contracts._io import read_bounded
-    from eagle3_contracts.capture.targets import load_target
-    from eagle3_contracts.dumps.diagnose import diagnose
-    from eagle3_contracts.dumps.foreign import ForeignClaim, read_any_dump
 
     contract = None
     if args.contract:
@@ -142,6 +140,12 @@ def run(args: argparse.Namespace) -> int:
             resolve_model(args.draft, what="draft")[0]
         )
         notes.append(note)
+    step = progress(args.json)
+    start_torch_work(step)
+    from eagle3_contracts.capture.targets import load_target
+    from eagle3_contracts.dumps.diagnose import diagnose
+    from eagle3_contracts.dumps.foreign import ForeignClaim, read_any_dump
+
     own = (  # another tool's file records no ids: the claim given here is what it holds
         ForeignClaim(ids, args.convention)
         if ids is not None
@@ -149,9 +153,11 @@ def run(args: argparse.Namespace) -> int:
         if contract is not None
         else None
     )
+    step(f"reading {len(args.dump)} dump(s)")
     dumps = [read_any_dump(p, own) for p in args.dump]  # every dump checked before the model
     seed = DEFAULT_SEED if args.seed is None else args.seed
     limit = None if args.max_target_gib is None else int(args.max_target_gib * 2**30)
+    step(f"loading the target {args.target}")
     target = load_target(target_path, seed=seed, max_bytes=limit)
     if target.random_init and args.seed is None:
         notes.append(f"--seed not given: the default seed {DEFAULT_SEED} applied")
@@ -165,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
         claim_source=f"--ids {args.ids} --convention {args.convention}",
         rtol=args.rtol,
         notes=notes,
+        progress=step,
     )
     return emit(report, args.json)
 

@@ -24,7 +24,18 @@ DRAFT_FLAG = "--speculative-draft-model-path"
 HOOKS_FLAG = "--forward-hooks"
 
 
+EPILOG = (
+    "environment: EAGLE3_CONTRACTS_GUARD=warn|strict checks, at the first prefill, that the "
+    "drafter's fc receives the layers it was trained on (warn: one line; strict: the server "
+    "stops); EAGLE3_CONTRACTS_DUMP=DIR writes what the drafter's fc receives at the first "
+    "prefill as a safetensors dump in DIR (eagle3-contracts diagnose reads it); "
+    "EAGLE3_CONTRACTS_TRAINED_WITH=SYSTEM is the training claim when the drafter has no stamp. "
+    "With neither GUARD nor DUMP set the hooks stay inert."
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument(
         "--print-command",
         action="store_true",
@@ -90,6 +101,32 @@ def sglang_command(python: str, sglang_args: list[str]) -> list[str]:
     return [python, "-m", "sglang.launch_server", *args, HOOKS_FLAG, json.dumps(specs)]
 
 
+def _check_sglang(python: str) -> None:
+    """A usage error naming ``python`` when it cannot be run or has no SGLang installed."""
+    import subprocess
+
+    from eagle3_contracts.cli import UsageError
+
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('sglang') is None)"
+    try:
+        done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise UsageError(
+            f"--python {python}: cannot run it ({reason}); name a Python that has sglang"
+        ) from None
+    if done.returncode == 1:
+        raise UsageError(
+            f"SGLang is not installed for {python}: install it there (pip install sglang) or "
+            "pass --python PATH of a Python that has it"
+        )
+    if done.returncode != 0:
+        raise UsageError(
+            f"--python {python}: it exited {done.returncode} on a one-line import check; name "
+            "a Python that has sglang"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli import UsageError
     from eagle3_contracts.integrations.vllm.settings import ENV_DUMP, ENV_GUARD, parse_mode
@@ -102,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if args.print_command:
         print(shlex.join(command))
         return 0
+    _check_sglang(args.python)
     if mode is None and not os.environ.get(ENV_DUMP, "").strip():
         print(
             f"eagle3-contracts sglang-launch: neither {ENV_DUMP} nor {ENV_GUARD} is set: the "

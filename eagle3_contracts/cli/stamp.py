@@ -2,16 +2,22 @@
 
 ``stamp DRAFT --trained-with X --target T`` resolves the drafter's ids with the trainer's
 convention ``X`` on the target ``T`` and writes the result (canonical ids in the trained
-order, depth, width, trainer) as the ``eagle3_contract`` block of ``DRAFT/config.json``
-(see ``eagle3_contracts.stamp`` for the format and why it lives there). ``--show`` prints
-the current stamp without writing. ``check``, ``diagnose`` and the vLLM guard read the stamp
-first. Exit 0 on success, 2 on bad input. torch is never imported.
+order, depth, width, trainer) as the ``eagle3_contract`` block of ``DRAFT/config.json`` (a minimal edit: every other byte of the
+file is kept; see ``eagle3_contracts.stamp`` for the format and why it lives there). A
+re-stamp that changes the ids, the trainer or where the ids came from needs ``--force``.
+``--show`` prints the current stamp without writing (exit 1 when there is none). ``check``,
+``diagnose`` and the vLLM guard read the stamp first. Exit 0 on success, 2 on bad input.
+torch is never imported.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eagle3_contracts.stamp import Stamp
 
 COMMAND = "stamp"
 HELP = "record the canonical contract a drafter was trained on in its config.json"
@@ -33,9 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target", metavar="CONFIG", help="the target's HF config.json, directory or Hub id"
     )
     parser.add_argument(
-        "--force", action="store_true", help="replace an existing stamp that differs"
+        "--force",
+        action="store_true",
+        help="replace an existing stamp whose ids, trainer or ids source differ",
     )
-    parser.add_argument("--show", action="store_true", help="print the stamp, write nothing")
+    parser.add_argument(
+        "--show", action="store_true", help="print the stamp, write nothing (exit 1: no stamp)"
+    )
     parser.add_argument("--json", action="store_true", help="print the stamp block as JSON")
 
 
@@ -59,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.show:
         if current is None:
             print(f"{args.draft}: not stamped")
-            return 0
+            return 1
         print(json.dumps(current.to_dict(), indent=2) if args.json else current.describe())
         return 0
     if not args.trained_with or not args.target:
@@ -95,10 +105,11 @@ def run(args: argparse.Namespace) -> int:
         },
         stamped_by=f"eagle3-contracts {eagle3_contracts.__version__}",
     )
-    if current is not None and current.layer_ids != stamp.layer_ids and not args.force:
+    changed = [] if current is None else _changes(current, stamp)
+    if current is not None and changed and not args.force:
         raise UsageError(
-            f"{config_path} is already stamped {current.describe()}; the new stamp would say "
-            f"{stamp.describe()}: pass --force to replace it"
+            f"{config_path} is already stamped {current.describe()}; the new stamp changes "
+            f"{'; '.join(changed)}: pass --force to replace it"
         )
     written = write_stamp(config_path, stamp)
     if args.json:
@@ -106,3 +117,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"stamped {written}: {stamp.describe()} (from {plan.ids_source})")
     return 0
+
+
+def _changes(current: Stamp, new: Stamp) -> list[str]:
+    """What a re-stamp would change in the claim: the ids, the trainer, the ids' source."""
+    pairs = (
+        ("layer_ids", list(current.layer_ids), list(new.layer_ids)),
+        ("trained_with", current.trained_with, new.trained_with),
+        ("ids_source", current.ids_source, new.ids_source),
+    )
+    return [f"{name} {old!r} -> {now!r}" for name, old, now in pairs if old != now]

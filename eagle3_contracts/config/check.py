@@ -94,11 +94,27 @@ class CheckRow:
             return "none (see details)"
         if self.fix_native_ids is None:
             return "no native ids can fix it (see details)"
-        if self.plan.read_path is not None:
-            return f"{self.plan.read_path} = [{_ids(self.fix_native_ids)}]"
-        if self.plan.convention is None:
+        if self.fix_field is None:
             return self.fix
-        return f"{self.plan.convention.setting} = [{_ids(self.fix_native_ids)}]"
+        return f"{self.fix_field} = [{_ids(self.fix_native_ids)}]"
+
+    @property
+    def fix_field(self) -> str | None:
+        """Where the fix's ids go: the field this system reads (``None`` without a fix)."""
+        if self.fix_native_ids is None:
+            return None
+        if self.plan.read_path is not None:
+            return self.plan.read_path
+        if self.plan.convention is None:
+            return None
+        return self.plan.convention.setting
+
+    def fix_setting(self) -> dict[str, Any] | None:
+        """The fix as data: ``{"system", "field", "ids"}`` (``None`` when no ids fix it or no
+        field is known to hold them)."""
+        if self.fix_native_ids is None or not self.findings or self.fix_field is None:
+            return None
+        return {"system": self.system, "field": self.fix_field, "ids": list(self.fix_native_ids)}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +130,7 @@ class CheckRow:
             "findings": [f.to_dict() for f in self.findings],
             "fix_native_ids": None if self.fix_native_ids is None else list(self.fix_native_ids),
             "fix": self.fix,
+            "fix_setting": self.fix_setting(),
             "stages": None
             if self.stages is None
             else [{"layer_id": n, "stage": s} for n, s in self.stages],
@@ -164,6 +181,7 @@ class CheckReport:
             "title": self.title,
             "ok": self.ok,
             "exit_code": self.exit_code,
+            "verdict": self.verdict.split(" ", 1)[0],
             "unknown_rows": self.unknown_rows,
             "draft": {
                 "source": self.draft.source,
@@ -268,11 +286,37 @@ class CheckReport:
             lines += [f"  {c.status:<8} {c.name}: {c.message}" for c in self.drafter]
         lines += [f"note: {note}" for note in self.notes]
         lines.append("")
-        verdict = "OK" if self.ok else "MISMATCH"
-        if not self.ok and self.unknown_rows and all(r.ok or r.unknown for r in self.rows):
-            verdict = f"UNKNOWN ({self.unknown_rows} row(s) need reading; nothing proven wrong)"
-        lines.append(f"result: {verdict} (exit {self.exit_code})")
+        lines.append(f"result: {self.verdict} (exit {self.exit_code})")
         return lines
+
+    def failure_lines(self, *, with_system: bool = True) -> list[str]:
+        """One line per problem, the verdict first and then the fix (what a CI summary
+        shows): ``vllm: shifted -1; fix eagle_aux_hidden_state_layer_ids = [3, 31, 59]``."""
+        if self.ambiguous:
+            return [self.verdict]
+        lines = [
+            (f"{r.system}: " if with_system else "") + f"{r.verdict}; fix {r.fix_label()}"
+            for r in self.rows
+            if not r.ok
+        ]
+        lines += [f"drafter {c.name}: {c.message}" for c in self.drafter if c.status == ERROR]
+        return lines
+
+    @property
+    def verdict(self) -> str:
+        """The last line's word: OK, AMBIGUOUS (no training claim and the readings disagree:
+        nothing is proven wrong), UNKNOWN (only unread rows) or MISMATCH."""
+        if self.ok:
+            return "OK"
+        if self.ambiguous:
+            return (
+                "AMBIGUOUS (no training claim: the ids name different layers under each "
+                "reading; stamp the drafter, pass --trained-with or set "
+                "EAGLE3_CONTRACTS_TRAINED_WITH)"
+            )
+        if self.unknown_rows and all(r.ok or r.unknown for r in self.rows):
+            return f"UNKNOWN ({self.unknown_rows} row(s) need reading; nothing proven wrong)"
+        return "MISMATCH"
 
 
 def _answered_for(plan: CapturePlan) -> str:
@@ -316,6 +360,7 @@ def check_drafter(
     pp_size: int | None = None,
     pp_partition: str | Sequence[int] | None = None,
     title: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> CheckReport:
     """Resolve, compare and check one drafter; see the module docstring.
 
@@ -324,9 +369,16 @@ def check_drafter(
     ``*.safetensors`` is read whole: its weights are checked without ``weights``.
     ``served_configs``: other draft configs served in place of ``draft`` (the trained one);
     each is checked against the training of ``draft``. ``pp_size``/``pp_partition``: the
-    serving pipeline split (``"15,15,16,15"``).
+    serving pipeline split (``"15,15,16,15"``). The training claim is the drafter's stamp,
+    else ``trained_with``, else ``EAGLE3_CONTRACTS_TRAINED_WITH`` in ``environ`` (default
+    ``os.environ``), as in every tool; the report's notes say which.
     """
+    from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, trained_with_env
+
     notes: list[str] = []
+    env_claim = None if trained_with else trained_with_env(environ)
+    if env_claim is not None:
+        _check_name(env_claim, ENV_TRAINED_WITH)
     if isinstance(serve_with, str):
         serve_with = (serve_with,)
     systems = tuple(serve_with) or conventions.SERVING
@@ -341,6 +393,9 @@ def check_drafter(
     draft, target, weights = _resolve_sources(draft, target, weights, notes)
     draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     target_cfg = _target(target, num_layers, hidden_size)
+    if env_claim is not None and draft_cfg.raw.get(STAMP_KEY) is None:
+        trained_with = env_claim
+        notes.append(f"training claim: no stamp; {ENV_TRAINED_WITH}={env_claim}")
 
     if draft_cfg.schema == "speculators" and draft_cfg.top_level_ids is None:
         from eagle3_contracts.conventions.speculators import CONVERTER
@@ -518,6 +573,14 @@ def _stamp_plan(
         ids_source="stamp",
         notes=(note,),
     )
+
+
+def check_system_name(name: str, *, serving: bool) -> None:
+    """A typed error for a system name no one answers (or a trainer named to serve), checked
+    before any config is read: what the pytest plugin validates once per session."""
+    _check_name(name, "serve_with" if serving else "trained_with")
+    if serving:
+        _check_serving(name)
 
 
 def _check_name(name: str, field: str) -> SystemName:

@@ -36,7 +36,7 @@ from eagle3_contracts.conventions import (
     predict,
     releases,
 )
-from eagle3_contracts.conventions.names import EngineSpec, FixedReading, TrainerSpec, parse_system
+from eagle3_contracts.conventions.names import EngineSpec, TrainerSpec, needs_target, parse_system
 from eagle3_contracts.conventions.predict import Feed
 from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
 from eagle3_contracts.errors import ContractError
@@ -175,10 +175,8 @@ def resolve(
         if isinstance(target_config, TargetConfig)
         else read_target_config(target_config)
     )
-    if isinstance(system, str):
-        spec = parse_system(system, field="system")
-        if not isinstance(spec, FixedReading):
-            return _release_plan(draft, target, system, partition)
+    if isinstance(system, str) and needs_target(parse_system(system, field="system")):
+        return _release_plan(draft, target, system, partition)  # answered per release
     conv = conventions.get(system, model_type=target.model_type, architectures=target.architectures)
     n = target.num_layers
     notes: list[str] = []
@@ -266,7 +264,7 @@ def _release_plan(
     # an unsupported or unknown row collects nothing: the partition is still checked
     pp = _release_pipeline(feed)
     ids, pp_dropped, unread = _pipeline(pp, ids, target.num_layers, partition, notes)
-    kind = "unknown" if unread and feed.kind in ("segments", "crash") else feed.kind
+    kind = "unknown" if unread and feed.kind == "segments" else feed.kind  # a crash stays one
     return CapturePlan(
         system=system,
         layer_ids=ids,

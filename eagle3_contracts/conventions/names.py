@@ -97,10 +97,6 @@ class EngineSpec:
     given: str  # as typed (stripped), for messages
 
     @property
-    def label(self) -> str:
-        return self.given
-
-    @property
     def key(self) -> str:
         """The canonical spelling: ``sglang``, ``sglang==0.5.23``, ``vllm==0.33.0:v1``."""
         version = f"=={self.version}" if self.version else ""

@@ -61,6 +61,14 @@ FC_SKIPPED = "raw target state: the drafter skips its fc (the feed is as wide as
 """What the drafter's input holds: the residual stream (right), a layer's delta (a model file
 storing ``hidden_states`` alone in a fused-residual loop), or raw target states that bypass fc."""
 
+OPT_IN_FLAGS: frozenset[str] = frozenset(
+    {"norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"}
+)
+"""Norm flags a release honours only by reading them (speculators 0.9.0 models/eagle3/config.py
+defaults them to false). ModelOpt's use_input_layernorm_in_first_layer / use_last_layernorm
+describe norms the engines' drafters build unconditionally (vllm 0.33.0 llama_eagle3.py), so a
+release not naming them does not mean it ignores them: recorded in the tables, never a finding."""
+
 IGNORED_FLAG = "the draft config sets"
 """How a note about a norm flag the release never reads begins."""
 
@@ -453,6 +461,8 @@ class _Context:
         drafter file never reads: the drafter runs without the norm it was trained with."""
         eagle = self.draft.get("eagle_config")
         for flag, line in self.table.drafter_flags.items():
+            if flag not in OPT_IN_FLAGS:
+                continue
             value = self.draft.get(flag)
             if value is None and isinstance(eagle, Mapping):
                 value = eagle.get(flag)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,24 +92,39 @@ def run_demo(
     hidden_size: int = 32,
     num_tokens: int = 6,
     seed: int = 0,
+    progress: Callable[[str], None] | None = None,
 ) -> DemoResult:
-    """Run the story; keep the dumps and config in ``out_dir`` if given."""
+    """Run the story; keep the dumps and config in ``out_dir`` if given. ``progress`` is
+    told each step as it starts (the CLI shows it on a terminal)."""
     start = time.perf_counter()
+    step = progress or _quiet
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        return _run(Path(out_dir), hidden_size, num_tokens, seed, start, keep=True)
+        return _run(Path(out_dir), hidden_size, num_tokens, seed, start, step, keep=True)
     with tempfile.TemporaryDirectory(prefix="eagle3-demo-") as tmp:
-        return _run(Path(tmp), hidden_size, num_tokens, seed, start, keep=False)
+        return _run(Path(tmp), hidden_size, num_tokens, seed, start, step, keep=False)
+
+
+def _quiet(text: str) -> None:
+    """The default progress reporter: says nothing."""
 
 
 def _run(
-    out: Path, hidden_size: int, num_tokens: int, seed: int, start: float, *, keep: bool
+    out: Path,
+    hidden_size: int,
+    num_tokens: int,
+    seed: int,
+    start: float,
+    step: Callable[[str], None],
+    *,
+    keep: bool,
 ) -> DemoResult:
     from eagle3_contracts.capture.hooks import capture_hidden_states, reference_states
     from eagle3_contracts.capture.targets import target_from_model
     from eagle3_contracts.conventions import Convention, get, to_canonical
     from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
 
+    step(f"building a random-init {NUM_LAYERS}-layer {ARCH} target (seed {seed})")
     config = tiny_hf_config(ARCH, num_layers=NUM_LAYERS, hidden_size=hidden_size)
     model = build_tiny_hf(config, seed=seed)
     (out / "config.json").write_text(config.to_json_string())
@@ -143,6 +159,7 @@ def _run(
     steps: list[DemoStep] = []
 
     # 1. training dump: HF hidden_states[3], [31], [59] = outputs of layers 2, 30, 58
+    step("1/6 writing the training dump")
     states = reference_states(model, input_ids, TRAINED)
     hf_index = tuple(n + 1 for n in TRAINED)
     train = write_dump(
@@ -165,6 +182,7 @@ def _run(
     )
 
     # 2. the serving capture as deployed: embedding inserted
+    step("2/6 writing the serving capture as deployed")
     buggy = serving("serving_embedding.safetensors", BUGGY, TRAINED, LEGACY)
     steps.append(
         DemoStep(
@@ -177,6 +195,7 @@ def _run(
     )
 
     # 3. the shapes-only check the user ran
+    step("3/6 the shapes-only check")
     served = read_dump(buggy)
     try:
         drafter.validate(served.captured)
@@ -200,6 +219,7 @@ def _run(
     )
 
     # 4. the diagnosis
+    step("4/6 diagnosing training vs serving")
     report = diag(train, buggy)
     steps.append(
         DemoStep(
@@ -212,6 +232,7 @@ def _run(
     )
 
     # 5. the correct capture
+    step("5/6 diagnosing the correct serving capture")
     fixed = serving("serving_fixed.safetensors", TRAINED, TRAINED, LEGACY)
     report = diag(train, fixed)
     steps.append(
@@ -225,6 +246,7 @@ def _run(
     )
 
     # 6. sglang#25454: ids [2, 30, 58] read as loop indices
+    step("6/6 diagnosing sglang#25454's serving capture")
     early = to_canonical(TRAINED, named(AFTER_25454), NUM_LAYERS)
     late = serving("serving_sglang25454.safetensors", tuple(early), TRAINED, AFTER_25454)
     report = diag(train, late)

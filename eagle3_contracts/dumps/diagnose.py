@@ -14,7 +14,7 @@ order (config-list vs ascending concatenation), layers dropped or added.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 ROLES: tuple[str, str] = ("training", "serving")
 """With two dumps, the first is read as the training feed, the second as the serving feed."""
+
+SCHEMA_VERSION = 1
+"""Version of ``DiagnoseReport.to_dict()``; fields are only added without a bump."""
 
 
 # -- the claim ---------------------------------------------------------------------------------
@@ -281,6 +284,7 @@ class DumpDiagnosis:
     findings: tuple[DumpFinding, ...]  # how the found layers differ from `claim` (empty: ok)
     cause: str | None  # where the fault lies: the ids' reading, or the capture code
     fix: str | None  # native ids that would feed `claim`, when the ids are the fault
+    fix_setting: dict[str, Any] | None  # the same fix as data: system, field, ids
     # -- identification settings ----------------------------------------------------------------
     rtol: float
     rtol_source: str
@@ -307,6 +311,7 @@ class DumpDiagnosis:
             "findings": [f.to_dict() for f in self.findings],
             "cause": self.cause,
             "fix": self.fix,
+            "fix_setting": self.fix_setting,
             "rtol": self.rtol,
             "rtol_source": self.rtol_source,
             "ok": self.ok,
@@ -354,6 +359,7 @@ class DiagnoseReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema_version": SCHEMA_VERSION,
             "target": self.target,
             "random_init": self.random_init,
             "notes": list(self.notes),
@@ -509,6 +515,7 @@ def diagnose_dump(
     )
     cause: str | None = None
     fix: str | None = None
+    fix_setting: dict[str, Any] | None = None
     if findings and all(n is None for n in found) and not _post_norm(segments):
         best = max(s.similarity for s in segments)
         findings = (
@@ -529,7 +536,7 @@ def diagnose_dump(
             f"layer, so the capture cannot be what {expected.basis} expects"
         )
     elif findings and own is not None:
-        cause, fix = _cause_and_fix(dump, own, expected, found, target)
+        cause, fix, fix_setting = _cause_and_fix(own, expected, found, target)
     return DumpDiagnosis(
         source=dump.source,
         role=role,
@@ -541,6 +548,7 @@ def diagnose_dump(
         findings=findings,
         cause=cause,
         fix=fix,
+        fix_setting=fix_setting,
         rtol=ident.rtol,
         rtol_source=ident.rtol_source,
         num_layers=target.num_layers,
@@ -548,19 +556,20 @@ def diagnose_dump(
 
 
 def _cause_and_fix(
-    dump: Dump,
     own: Claim,
     expected: Claim,
     found: tuple[int | None, ...],
     target: Target,
-) -> tuple[str, str | None]:
-    """Is the fault in the reading of the ids (fixable by other ids) or in the capture code?"""
+) -> tuple[str, str | None, dict[str, Any] | None]:
+    """Is the fault in the reading of the ids (fixable by other ids) or in the capture code?
+    The cause, the fix in words, and the fix as data (``system``, ``field``, ``ids``)."""
     ids = list(own.ids)
     if found != own.expected:
         return (
             f"the capture does not hold what {own.convention} makes of its ids {ids} "
             f"(canonical {list(own.expected)}): the capture code itself deviates from the "
             f"system's rule (a patch, a misplaced hook, a loop bug), not the ids",
+            None,
             None,
         )
     cause = (
@@ -569,7 +578,7 @@ def _cause_and_fix(
         f"two systems read these ids differently"
     )
     if parse_convention(own.convention, field="convention") is None:
-        return cause, None
+        return cause, None, None
     from eagle3_contracts import conventions
 
     conv = conventions.get(
@@ -578,10 +587,13 @@ def _cause_and_fix(
     try:
         native = conv.from_canonical(expected.expected, target.num_layers)
     except ContractError as exc:
-        return cause, f"no ids make {own.convention} feed {list(expected.expected)}: {exc}"
-    return cause, (
+        return cause, f"no ids make {own.convention} feed {list(expected.expected)}: {exc}", None
+    setting = {"system": own.convention, "field": conv.setting, "ids": list(native)}
+    return (
+        cause,
         f"give {own.convention} the ids {list(native)} (they feed canonical "
-        f"{list(expected.expected)})"
+        f"{list(expected.expected)})",
+        setting,
     )
 
 
@@ -629,12 +641,20 @@ def diagnose(
     claim_source: str = "claimed ids",
     rtol: float | None = None,
     notes: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> DiagnoseReport:
     """Diagnose one dump, or two (training then serving), against ``target``.
 
     The expectation is ``contract`` if given, else ``claim_ids`` in ``claim_convention`` if
-    given, else each dump's own metadata claim.
+    given, else each dump's own metadata claim; with two dumps and none of those, the layers
+    identified in the training dump (what the drafter learned). ``progress`` is told which
+    dump is being identified.
     """
+
+    def step(text: str) -> None:
+        if progress is not None:
+            progress(text)
+
     if not 1 <= len(dumps) <= 2:
         raise ContractError(
             f"diagnose takes one dump, or two (training, serving); got {len(dumps)}",
@@ -665,13 +685,28 @@ def diagnose(
             model_type=target.model_type,
             architectures=target.architectures,
         )
-    roles: Sequence[str | None] = ROLES if len(dumps) == 2 else (None,)
-    results = tuple(
-        diagnose_dump(d, target, claim=claim, role=r, rtol=rtol)
-        for d, r in zip(dumps, roles, strict=True)
-    )
-    comparison = compare_feeds(*results) if len(results) == 2 else None
     notes = list(notes)
+    if len(dumps) == 1:
+        step(f"identifying the segments of {dumps[0].source}")
+        results: tuple[DumpDiagnosis, ...] = (
+            diagnose_dump(dumps[0], target, claim=claim, rtol=rtol),
+        )
+    else:
+        step(f"identifying the segments of the training dump {dumps[0].source}")
+        training = diagnose_dump(dumps[0], target, claim=claim, role=ROLES[0], rtol=rtol)
+        reference = claim
+        if claim is None and all(n is not None for n in training.found):
+            # no claim: what training fed is what the drafter learned, so it is the reference
+            found = tuple(n for n in training.found if n is not None)
+            reference = Claim(found, CANONICAL, found, "as_listed", "the training dump")
+            notes.append(
+                f"no training claim (stamp, --contract or --ids): the layers identified in the "
+                f"training dump, canonical {list(found)}, are the reference for the serving dump"
+            )
+        step(f"identifying the segments of the serving dump {dumps[1].source}")
+        serving = diagnose_dump(dumps[1], target, claim=reference, role=ROLES[1], rtol=rtol)
+        results = (training, serving)
+    comparison = compare_feeds(*results) if len(results) == 2 else None
     if target.random_init:
         notes.append(
             f"the target is a RANDOM INIT (seed {target.seed}): only dumps captured from this "
@@ -682,6 +717,7 @@ def diagnose(
 
 __all__ = [
     "CANONICAL",
+    "SCHEMA_VERSION",
     "Claim",
     "DiagnoseReport",
     "DumpDiagnosis",

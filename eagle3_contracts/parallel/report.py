@@ -38,6 +38,7 @@ class StagesReport:
     risks: PipelineRisks
     behaviour: str | None  # the convention's pipeline-parallel behaviour, if any
     lost: tuple[int, ...]  # canonical ids this convention's engine really loses
+    behaviour_notes: tuple[str, ...] = ()  # the convention's notes on pipeline parallelism
     conv: Convention | None = field(default=None, repr=False, compare=False)  # as resolved
 
     @property
@@ -73,6 +74,7 @@ class StagesReport:
             "ownership": self.rows(),
             "risks": self.risks.to_dict(),
             "pipeline_behaviour": self.behaviour,
+            "pipeline_notes": list(self.behaviour_notes),
             "lost": list(self.lost),
             "exit_code": self.exit_code,
         }
@@ -129,6 +131,7 @@ class StagesReport:
         if self.behaviour is not None:
             lines.append("")
             lines.append(f"{self.convention}: {self.behaviour}")
+            lines += [f"  note: {note}" for note in self.behaviour_notes]
             if self.lost:
                 lines.append(
                     f"MISMATCH: {self.convention} never feeds {ids(self.lost)} to the drafter on this "
@@ -248,5 +251,17 @@ def stages_report(
         risks=risks,
         behaviour=behaviour,
         lost=lost,
+        behaviour_notes=_pipeline_notes(conv),
         conv=conv,
     )
+
+
+def _pipeline_notes(conv: Convention | None) -> tuple[str, ...]:
+    """The notes a "(see notes)" behaviour points at: the convention's notes on pipeline
+    parallelism (every note when none names it)."""
+    from eagle3_contracts.conventions import PipelineParallel
+
+    if conv is None or conv.pipeline_parallel is not PipelineParallel.DEPENDS:
+        return ()
+    about = tuple(n for n in conv.notes if "pipeline" in n.lower())
+    return about or tuple(conv.notes)

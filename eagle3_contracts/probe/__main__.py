@@ -18,7 +18,9 @@ import json
 import sys
 from pathlib import Path
 
+from eagle3_contracts.conventions.names import EngineSpec, TrainerSpec, parse_system
 from eagle3_contracts.conventions.releases import ReleaseTable, TrainerTable
+from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import fetch, render
 from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES, TRAINER_RELEASES, TRAINERS
 from eagle3_contracts.probe.tables import build_table, dumps
@@ -34,10 +36,13 @@ def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
     if args.release:
         out = []
         for item in args.release:
-            framework, sep, version = item.partition("==")
-            if not sep or (framework not in FRAMEWORKS and framework not in TRAINERS):
+            try:
+                spec = parse_system(item, field="release")
+            except ContractError as exc:
+                raise SystemExit(f"--release {item}: {exc}") from None
+            if not isinstance(spec, (EngineSpec, TrainerSpec)) or spec.version is None:
                 raise SystemExit(f"--release takes framework==version, e.g. sglang==0.5.23: {item}")
-            out.append((framework, version))
+            out.append((spec.framework, spec.version))
     else:
         out = [
             (fw, v)
@@ -182,7 +187,8 @@ HEADER = """\
 Canonical layers (`N` = output of layer `N`, `-1` = embedding) that each release feeds a drafter
 whose ids sit where that release reads them. `✗(b=k)` = the release asks for boundary `k`, which
 its loop never captures (that drafter input is missing); `crash(-1)` = the embedding is requested
-but the loop computes `hidden_states + None`.
+but the loop computes `hidden_states + None`; `crash(no aux)` = the EAGLE-3 setter arms no capture
+site (the loop reads a flag only another setter sets), the model returns a bare tensor.
 
 """
 

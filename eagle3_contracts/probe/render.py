@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from eagle3_contracts.conventions.releases import Placement, ReleaseTable
+from eagle3_contracts.conventions.releases import ArmsVerdict, Placement, ReleaseTable
 
 FEATURED: tuple[str, ...] = (
     "llama.py", "qwen3.py", "qwen3_moe.py", "deepseek_v2.py", "kimi_k25.py", "glm4_moe_lite.py",
-    "gpt_oss.py", "minimax_m2.py",
+    "gpt_oss.py", "minimax_m2.py", "qwen3_5.py",
 )  # fmt: skip
 """Model files shown by name in the README table (the rest are counted)."""
 
@@ -47,6 +47,9 @@ def canonical_fed(table: ReleaseTable, key: str, case: str, num_layers: int) -> 
         return "needs reading"
     if isinstance(elements, str):
         return elements
+    arms = row.setter_arms
+    if arms is not None and arms.verdict is ArmsVerdict.NOT_ARMED:
+        return "crash(no aux)"  # the setter arms no capture site: nothing is collected
     out = []
     for e in elements:
         b = e + placement.boundary_minus_element

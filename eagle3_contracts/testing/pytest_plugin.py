@@ -23,7 +23,13 @@ Loaded automatically once ``eagle3-contracts`` is installed. It adds:
   ``testpaths`` says; the configs become items where pytest collects, so they must lie under a
   collected path. A glob that matches no file is a usage error naming the pattern and the
   rootdir, and so is a glob whose files all lie outside ``testpaths`` in a run that collects
-  ``testpaths``: a typo never gives a green run that checked nothing.
+  ``testpaths``: a typo never gives a green run that checked nothing. So is an ``eagle3_*``
+  ini option this plugin does not define (``eagle3_config`` for ``eagle3_configs``), and an
+  unknown system name in ``eagle3_serve_with`` / ``eagle3_trained_with``: one usage error for
+  the session, before any drafter is read. Without ``eagle3_trained_with`` (and without a stamp
+  in the drafter's config) ``EAGLE3_CONTRACTS_TRAINED_WITH`` is the training claim, as in the
+  CLI. A failing item's first line, the one ``-r`` shows, is its verdict and fix
+  (``serve[vllm]: shifted -1; fix eagle_aux_hidden_state_layer_ids = [3, 31, 59]``).
 
 Nothing here imports torch until a fixture or item needs it.
 """
@@ -119,7 +125,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{GPU_MARKER}: needs a CUDA device; skipped with the reason when none is available",
     )
+    _refuse_unknown_options(config)
     config.stash[_CONFIGS] = _resolve_config_globs(config)
+    _check_system_names(config)
 
 
 _CONFIGS = pytest.StashKey[frozenset[Path]]()
@@ -142,6 +150,52 @@ def _hub_draft(config: pytest.Config, pattern: str) -> bool:
         raise pytest.UsageError(f"eagle3_configs entry {pattern!r}: {exc}") from None
     config.stash[_HUB_DRAFTS] = (*config.stash.get(_HUB_DRAFTS, ()), (str(hub), path))
     return True
+
+
+OPTION_PREFIX = "eagle3_"
+OPTIONS = ("eagle3_configs", "eagle3_serve_with", "eagle3_trained_with", "eagle3_target")
+
+
+def _refuse_unknown_options(config: pytest.Config) -> None:
+    """A usage error for an ``eagle3_*`` ini key no plugin defines: a misspelt option would
+    otherwise be a green run that checked nothing (pytest only warns about unknown keys)."""
+    for key in _ini_keys(config):
+        if not key.startswith(OPTION_PREFIX):
+            continue
+        try:
+            config.getini(key)  # defined by this plugin, the goldens plugin or a conftest
+            continue
+        except ValueError:
+            pass
+        from difflib import get_close_matches
+
+        near = get_close_matches(key, OPTIONS, n=1)
+        hint = f"did you mean {near[0]}?" if near else f"known: {', '.join(OPTIONS)}"
+        raise pytest.UsageError(f"ini option {key!r} is not an eagle3-contracts option; {hint}")
+
+
+def _ini_keys(config: pytest.Config) -> list[str]:
+    """The keys the ini file sets: ``config._inicfg`` on pytest >= 9 (where ``inicfg`` is
+    deprecated and ``getini`` cannot list keys), ``config.inicfg`` before."""
+    raw = vars(config).get("_inicfg")
+    return sorted(raw if raw is not None else config.inicfg)
+
+
+def _check_system_names(config: pytest.Config) -> None:
+    """``eagle3_serve_with`` / ``eagle3_trained_with`` name systems ``check`` knows (and a
+    trainer release never serves): one usage error for the session for one it does not (with
+    the closest known names), before anything is collected."""
+    from eagle3_contracts.config.check import check_system_name
+    from eagle3_contracts.errors import ContractError
+
+    named = [("eagle3_serve_with", s, True) for s in config.getini("eagle3_serve_with")]
+    trained = config.getini("eagle3_trained_with").strip()
+    named += [("eagle3_trained_with", trained, False)] if trained else []
+    for option, name, serving in named:
+        try:
+            check_system_name(name, serving=serving)
+        except ContractError as exc:
+            raise pytest.UsageError(f"{option} {name!r}: {exc}") from None
 
 
 def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:
@@ -277,7 +331,10 @@ class DrafterServeItem(pytest.Item):
             serve_with=() if self.system is None else (self.system,),
         )
         if not report.ok:
-            raise DrafterCheckFailed(report.render_text())
+            # the first line is what `pytest -r` shows: the verdict and the fix
+            lines = report.failure_lines(with_system=self.system is None)
+            summary = f"{self.name}: " + "; ".join(lines)
+            raise DrafterCheckFailed(f"{summary}\n\n{report.render_text()}")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, DrafterCheckFailed):

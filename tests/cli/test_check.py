@@ -27,6 +27,7 @@ ROW_KEYS = {
     "findings",
     "fix_native_ids",
     "fix",
+    "fix_setting",
     "stages",
     "plan",
 }
@@ -35,6 +36,7 @@ TOP_KEYS = {
     "title",
     "ok",
     "exit_code",
+    "verdict",
     "unknown_rows",
     "draft",
     "target",
@@ -100,6 +102,14 @@ def test_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
             assert set(finding) == {"kind", "message", "layers", "shift", "fix_native_ids", "fix"}
     sglang = next(r for r in data["rows"] if (r["config"], r["system"]) == ("draft.json", "sglang"))
     assert sglang["layer_ids"] == [1, 29, 57] and sglang["fix_native_ids"] == [3, 31, 59]
+    assert sglang["fix_setting"] == {  # the fix as data: who reads which field, which ids
+        "system": "sglang",
+        "field": "eagle_config.eagle_aux_hidden_state_layer_ids",
+        "ids": [3, 31, 59],
+    }
+    trtllm = next(r for r in data["rows"] if (r["config"], r["system"]) == ("draft.json", "trtllm"))
+    assert trtllm["ok"] and trtllm["fix_setting"] is None
+    assert data["verdict"] == "MISMATCH"
     assert sglang["key"] == "sglang==0.5.23 deepseek_v2.py" and sglang["kind"] == "segments"
     assert sglang["findings"][0] == {
         "kind": "shifted",

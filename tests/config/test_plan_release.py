@@ -292,3 +292,15 @@ def test_a_trainer_release_on_the_serving_side_gets_no_fix_instead_of_an_error()
     assert finding.fix == (
         "no fix: specforge==0.2.0 deepseek_v2.py is a trainer release, not a serving engine"
     )
+
+
+def test_unread_pipeline_behaviour_makes_an_answered_row_unknown_but_keeps_a_crash() -> None:
+    part = LayerPartition.even(61, 4)  # vllm rule: 0-14 | 15-29 | 30-45 | 46-60
+    draft = {"eagle_aux_hidden_state_layer_ids": [3, 31, 59]}
+    fed = resolve(draft, KIMI, "vllm==0.33.0:v1", partition=part)
+    assert (fed.kind, fed.crash, fed.layer_ids) == ("unknown", None, (2, 30, 58))
+    short = {**draft, "num_aux_hidden_states": 2}  # fc for 2 states, 3 collected: a crash anyway
+    crashed = resolve(short, KIMI, "vllm==0.33.0:v1", partition=part)
+    assert (crashed.kind, crashed.crash) == ("crash", "fc-width-mismatch")
+    late = resolve({"eagle_aux_hidden_state_layer_ids": [47, 50, 59]}, KIMI, "vllm", partition=part)
+    assert late.kind == "segments"  # every id on the last stage: nothing unread

@@ -92,3 +92,14 @@ def test_a_false_or_absent_flag_is_no_finding():
             serve_with=["sglang==0.5.14"],
         )  # fmt: skip
         assert report.rows[0].ok
+
+
+def test_modelopt_flags_no_release_names_are_no_finding():
+    """vLLM and SGLang drafters build their first-layer input norm and final norm
+    unconditionally: ModelOpt's use_last_layernorm = true is honoured without being read."""
+    flags = {"use_last_layernorm": True, "use_input_layernorm_in_first_layer": True}
+    report = check_drafter(
+        draft(**flags), target=LLAMA, trained_with="specforge==0.2.0",
+        serve_with=["sglang==0.5.23", "vllm==0.33.0"],
+    )  # fmt: skip
+    assert all(row.ok for row in report.rows)

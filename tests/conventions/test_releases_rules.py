@@ -61,9 +61,10 @@ def _tiny(architectures: dict[str, str], keys: list[str]) -> ReleaseTable:
         # a wrapper the release reads itself is its own row
         (SG23, {"architectures": ["KimiK25ForConditionalGeneration"]},
          "kimi_k25.py:KimiK25ForConditionalGeneration"),
-        # a wrapper delegating to a language model built at run time: its language model's row
+        # a wrapper whose factory names its language model (kimi_k25.py:376-381
+        # architectures=["DeepseekV2ForCausalLM"]) is read by the probe: its own row
         (VL33, {"architectures": ["KimiK25ForConditionalGeneration"]},
-         "deepseek_v2.py:DeepseekV3ForCausalLM"),
+         "kimi_k25.py:KimiK25ForConditionalGeneration"),
         # a wrapper the release does not register: its language model's row
         (SG5, {"architectures": ["KimiK25ForConditionalGeneration"]},
          "deepseek_v2.py:DeepseekV3ForCausalLM"),

@@ -65,3 +65,13 @@ def test_fc_norm_is_described_as_speculators_per_segment_norm_before_fc():
 
     assert "before concatenation and fc" in NORM_FLAGS["fc_norm"]
     assert "exclusive with norm_before_fc" in NORM_FLAGS["fc_norm"]
+
+
+def test_the_readme_table_shows_a_row_whose_setter_arms_nothing_as_a_crash():
+    from eagle3_contracts.conventions.releases import load_table
+    from eagle3_contracts.probe.render import canonical_fed
+
+    old, new = load_table("sglang", "0.5.14"), load_table("sglang", "0.5.23")
+    key = "qwen3_5.py:Qwen3_5ForConditionalGeneration"
+    assert canonical_fed(old, key, "boundaries_2_mid_L-3", 61) == "crash(no aux)"
+    assert canonical_fed(new, key, "boundaries_2_mid_L-3", 61) == "2, 30, 58"

@@ -176,8 +176,11 @@ def test_two_dumps_same_and_different(tmp_path: Path, tiny_llama, make_dump) -> 
     assert bad.exit_code == 1
 
     reordered = diagnose([read_dump(train), read_dump(order)], target)
-    assert reordered.dumps[1].ok  # each dump is what it claims...
-    assert reordered.comparison is not None  # ...but the drafter sees another order
+    # no claim: the training dump is the reference, so the serving dump's order is a finding
+    assert reordered.dumps[1].claim.basis == "the training dump"
+    assert reordered.dumps[1].claim.expected == (0, 2, 4)
+    assert reordered.dumps[1].own_claim is not None and not reordered.dumps[1].ok
+    assert reordered.comparison is not None  # the drafter sees another order
     assert reordered.comparison.findings[0].kind == FindingKind.ORDER_DIFFERS.value
     text = reordered.render_text()
     assert "DIFFERENT" in text and "result: MISMATCH (exit 1)" in text
@@ -300,3 +303,27 @@ def test_claim_resolution() -> None:
     assert err.value.field == "target"
     with pytest.raises(ContractError, match="outside"):
         resolve_claim([61], CANONICAL, 61, basis="x")
+
+
+def test_two_dumps_without_a_claim_take_training_as_the_reference_and_give_the_fix(
+    tmp_path: Path, tiny_llama, make_dump
+) -> None:
+    """Without a stamp, --contract or --ids, each dump used to be checked against its own
+    metadata only: a serving dump one layer early was 'OK', and no fix was printed."""
+    model, ids = tiny_llama
+    target = target_from_model(model, random_init=True, seed=7)
+    train = make_dump(tmp_path, "t.safetensors", model, ids, (0, 2, 4), [0, 2, 4], CANONICAL)
+    # vLLM reads [0, 2, 4] as boundaries: canonical [-1, 1, 3], one layer early
+    serve = make_dump(tmp_path, "s.safetensors", model, ids, (-1, 1, 3), [0, 2, 4], "vllm")
+    report = diagnose([read_dump(train), read_dump(serve)], target)
+    serving = report.dumps[1]
+    assert serving.claim.basis == "the training dump" and serving.claim.expected == (0, 2, 4)
+    assert not serving.ok and "read these ids differently" in (serving.cause or "")
+    assert serving.fix_setting is not None
+    assert serving.fix_setting["system"] == "vllm" and serving.fix_setting["ids"] == [1, 3, 5]
+    assert serving.fix_setting["field"] == "eagle_aux_hidden_state_layer_ids"
+    text = report.render_text()
+    assert "fix: give vllm the ids [1, 3, 5]" in text
+    assert any("training dump" in note for note in report.notes)
+    data = report.to_dict()
+    assert data["schema_version"] == 1 and data["dumps"][1]["fix_setting"]["ids"] == [1, 3, 5]

@@ -68,7 +68,7 @@ def test_stamp_shows_a_hub_drafter_and_never_writes_into_the_cache(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     shown = cli(env, "stamp", "org/draft", "--show")
-    assert shown.returncode == 0 and "not stamped" in shown.stdout, shown.stderr
+    assert shown.returncode == 1 and "not stamped" in shown.stdout, shown.stderr  # no stamp
     refused = cli(
         env, "stamp", "org/draft", "--trained-with", "specforge", "--target", "org/target"
     )

@@ -151,3 +151,15 @@ def test_readme_table_is_generated_from_the_tables():
     text = (ROOT / "docs" / "readme" / "registry.md").read_text()
     tables = [load_table(fw, v) for fw, v in RELEASES]
     assert HEADER + render.readme_table(tables) in text
+
+
+def test_probe_release_names_are_read_by_the_one_parser() -> None:
+    import argparse
+
+    from eagle3_contracts.probe.__main__ import _releases
+
+    args = argparse.Namespace(release=["SGLang == 0.5.24", "specforge==0.3.0"], new=False)
+    assert _releases(args) == [("sglang", "0.5.24"), ("specforge", "0.3.0")]
+    for bad, says in (("sglang", "framework==version"), ("tgi==1.0", "unknown system name")):
+        with pytest.raises(SystemExit, match=says):
+            _releases(argparse.Namespace(release=[bad], new=False))

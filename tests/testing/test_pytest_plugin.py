@@ -254,3 +254,90 @@ def test_config_only_drafter_checks_never_import_torch(pytester):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     result.stdout.fnmatch_lines(["*torch imported: False*"])
+
+
+# -- the plugin as a downstream repository uses it --------------------------------------------
+def test_the_environment_claim_is_honoured_like_the_cli(pytester, monkeypatch):
+    """config/check.py used to pass an empty environment to claim_source: the plugin ignored
+    EAGLE3_CONTRACTS_TRAINED_WITH and every item failed as ambiguous."""
+    _drafter_repo(pytester, "eagle3_configs = drafters/*/config.json\neagle3_serve_with = trtllm\n")
+    monkeypatch.delenv("EAGLE3_CONTRACTS_TRAINED_WITH", raising=False)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rf", "-vv")
+    result.assert_outcomes(failed=2)  # no claim at all: the ids' meaning is ambiguous
+    result.stdout.fnmatch_lines(["FAILED *serve[[]trtllm[]] - serve[[]trtllm[]]: AMBIGUOUS*"])
+    monkeypatch.setenv("EAGLE3_CONTRACTS_TRAINED_WITH", "specforge-hf")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2)  # trained on outputs 2, 30, 58: what TensorRT-LLM feeds
+
+
+@pytest.mark.parametrize(
+    ("ini", "expected"),
+    [
+        (
+            "eagle3_config = drafters/*/config.json\n",
+            "*'eagle3_config'*did you mean eagle3_configs?*",
+        ),
+        ("eagle3_serve = vllm\n", "*'eagle3_serve'*did you mean eagle3_serve_with?*"),
+    ],
+)
+def test_an_unknown_eagle3_option_is_a_usage_error(pytester, ini, expected):
+    """A misspelt option used to give a green run that checked nothing (exit 5 or 0)."""
+    _drafter_repo(pytester, ini)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {expected}"])
+
+
+@pytest.mark.parametrize(
+    ("ini", "expected"),
+    [
+        (
+            "eagle3_serve_with = vllm sglang-nope\n",
+            "*eagle3_serve_with 'sglang-nope': unknown system name*",
+        ),
+        (
+            "eagle3_serve_with = vllm\neagle3_trained_with = spcforge\n",
+            "*eagle3_trained_with 'spcforge': *did you mean*",
+        ),
+    ],
+)
+def test_an_unknown_system_name_is_one_usage_error_for_the_session(pytester, ini, expected):
+    """It used to be one failure per drafter (here two), each repeating the same error."""
+    _drafter_repo(pytester, "eagle3_configs = drafters/*/config.json\n" + ini)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {expected}"])
+    assert result.stderr.str().count("ERROR:") == 1
+
+
+def test_the_short_summary_leads_with_the_verdict_and_the_fix(pytester):
+    """`-r` used to show the report's first line ('draft: ...'), not what is wrong."""
+    _drafter_repo(
+        pytester,
+        "eagle3_configs = drafters/kimi/config.json\neagle3_serve_with = vllm==0.33.0:v1\n"
+        "eagle3_trained_with = specforge-hf\n",
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rf", "-vv")  # -vv: not cut
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED drafters/kimi/config.json::serve[[]vllm==0.33.0:v1[]] - "
+            "serve[[]vllm==0.33.0:v1[]]: shifted -1; fix eagle_aux_hidden_state_layer_ids = [[]3, 31, 59[]]"
+        ]
+    )
+
+
+def test_an_unknown_system_name_in_the_ini_is_a_usage_error_with_suggestions(pytester):
+    _drafter_repo(pytester, "eagle3_configs = drafters/*/config.json\neagle3_serve_with = vlm\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: eagle3_serve_with 'vlm': unknown system name 'vlm': did you mean 'vllm'?*"]
+    )
+    pytester.makeini(
+        "[pytest]\ntestpaths = drafters\neagle3_configs = drafters/*/config.json\n"
+        "eagle3_trained_with = vllm==abc\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: eagle3_trained_with 'vllm==abc': *not a release version*"])

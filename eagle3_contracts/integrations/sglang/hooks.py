@@ -51,6 +51,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from eagle3_contracts.conventions.names import engine_name
 from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
 from eagle3_contracts.integrations._report import (
     PREFIX,
@@ -236,7 +237,6 @@ def sglang_fix(release: str, target: Mapping[str, Any]) -> Callable[[Sequence[in
     """The drafter setting that makes ``sglang==release`` feed the trained ids (per registry)."""
 
     def fix(expected: Sequence[int], num_layers: int) -> str:
-        from eagle3_contracts.conventions.names import engine_name
         from eagle3_contracts.conventions.predict import predict_feed
 
         want = tuple(expected)
@@ -477,7 +477,10 @@ class Session:
             system=f"sglang=={release} target aux states for the drafter (eagle3-contracts "
             "--forward-hooks; ids identified against the recorded residual stream)",
             hidden_size=hidden,
-            extra_metadata={"serve": f"sglang=={release}", "model_file": self.model_file},
+            extra_metadata={
+                "serve": engine_name("sglang", release),
+                "model_file": self.model_file,
+            },
         )
         self.log.info("%s dump: wrote %s [%s]", PREFIX, self.dump_path, self._where())
 

@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eagle3_contracts.errors import ContractError
-from eagle3_contracts.stamp import ENV_TRAINED_WITH
+from eagle3_contracts.errors import ConfigError, ContractError
+from eagle3_contracts.stamp import trained_with_env
 
 ENV_DUMP = "EAGLE3_CONTRACTS_DUMP"
 ENV_GUARD = "EAGLE3_CONTRACTS_GUARD"
@@ -70,10 +70,15 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Settings | None:
         tokens = DEFAULT_GUARD_TOKENS
     if dump is None and guard is None:
         return Settings(None, None, tokens, None, tuple(problems))
+    try:
+        trained_with = trained_with_env(env)
+    except ConfigError as exc:
+        problems.append(f"{exc}; no claim from the environment")
+        trained_with = None
     return Settings(
         dump_dir=dump,
         guard=guard,
         guard_tokens=tokens,
-        trained_with=env.get(ENV_TRAINED_WITH, "").strip() or None,
+        trained_with=trained_with,
         problems=tuple(problems),
     )

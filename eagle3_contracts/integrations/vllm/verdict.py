@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from eagle3_contracts.capture.identify import SegmentIdentification, identify_segments
+from eagle3_contracts.capture.threads import fair_torch_threads
 from eagle3_contracts.errors import ContractError, ContractViolation
 from eagle3_contracts.layer_ids import EMBEDDING, describe
 
@@ -100,14 +101,15 @@ def identify_recorded(
         )
     replay = _Replay(recorded)
     ids = torch.zeros(1, tokens, dtype=torch.long)
-    return identify_segments(
-        captured[:tokens].unsqueeze(0),
-        replay,
-        ids,
-        hidden_size=hidden_size,
-        rtol=rtol,
-        layers_path="layers",
-    )
+    with fair_torch_threads():  # the engine's cores may be busy: our share only, restored after
+        return identify_segments(
+            captured[:tokens].unsqueeze(0),
+            replay,
+            ids,
+            hidden_size=hidden_size,
+            rtol=rtol,
+            layers_path="layers",
+        )
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 
+from eagle3_contracts.stamp import trained_with_env
 from eagle3_contracts.testing.golden_cases import (
     MODEL_CASES,
     ModelCase,
@@ -64,16 +65,16 @@ def test_model_golden_gpu(case: ModelCase, dtype: torch.dtype, cuda: str, golden
 def test_real_model_golden(cuda: str, golden: Any) -> None:
     model_dir = os.environ.get("EAGLE3_TARGET_MODEL")
     draft = os.environ.get("EAGLE3_DRAFT_CONFIG")
-    trained_with = os.environ.get("EAGLE3_TRAINED_WITH")
+    trained_with = trained_with_env()  # EAGLE3_CONTRACTS_TRAINED_WITH, as every tool reads it
     if not model_dir or not draft:
         pytest.skip(
             "set EAGLE3_TARGET_MODEL (a local Hugging Face model directory, safetensors), "
-            "EAGLE3_DRAFT_CONFIG (the drafter's config.json) and EAGLE3_TRAINED_WITH (how its ids "
-            "were read, e.g. specforge==0.2.0) to lock a real model's capture"
+            "EAGLE3_DRAFT_CONFIG (the drafter's config.json) and EAGLE3_CONTRACTS_TRAINED_WITH (how its "
+            "ids were read, e.g. specforge==0.2.0) to lock a real model's capture"
         )
     if not trained_with:  # no default: a guessed trainer would lock a guessed meaning
         pytest.fail(
-            "EAGLE3_TRAINED_WITH is unset: name how the drafter's ids were read (e.g. "
+            "EAGLE3_CONTRACTS_TRAINED_WITH is unset: name how the drafter's ids were read (e.g. "
             "specforge==0.2.0, sglang==0.5.14, specforge-hf, canonical); no trainer is assumed"
         )
     record = real_model_record(model_dir, draft, trained_with=trained_with, device=cuda)

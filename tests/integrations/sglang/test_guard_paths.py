@@ -226,6 +226,7 @@ def test_launch_with_a_non_eagle3_drafter_is_one_line_and_still_launches(
 
     launched: list[list[str]] = []
     monkeypatch.setattr(sglang_launch.os, "execv", lambda path, argv: launched.append(argv))
+    monkeypatch.setattr(sglang_launch, "_check_sglang", lambda python: None)  # "py" stands in
     monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", "warn")
     draft = _write_draft(tmp_path / "draft", "LlamaForCausalLMEagle")
     argv = ["--model-path", "M", "--speculative-draft-model-path", draft]

@@ -129,7 +129,7 @@ def test_a_malformed_stamp_is_refused(drafter: Path, block: object, message: str
 
 def test_unstamped_reads_none(drafter: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert read_stamp(drafter) is None
-    assert main(["stamp", str(drafter), "--show"]) == 0
+    assert main(["stamp", str(drafter), "--show"]) == 1  # nothing to show is not a success
     assert "not stamped" in capsys.readouterr().out
 
 
