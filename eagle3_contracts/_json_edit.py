@@ -1,90 +1,205 @@
-"""Minimal textual edits of a JSON object file: set one top-level key, keep every other byte.
+"""Minimal textual edits of a JSON document: set one member, keep every other byte.
 
-A config a user wrote (key order, indentation, compact arrays, a trailing newline) stays as it
-was: only the value of the one key changes, or, for a new key, one member is added after the
-last one, indented like its siblings. The result is parsed again and must equal the intended
-object, so an edit never writes what a JSON reader would read differently.
+``set_member(text, "eagle_config.eagle_aux_hidden_state_layer_ids", [1, 3, 5])`` replaces the
+member's value where it is or appends it to its object in the style of that object's last
+member (the whitespace before it and its ``": "`` spacing). An id list keeps the style of the
+array it replaces (one line with the same separator, or one element per line at the same
+indentation); an object value (the stamp block) is written one member per line, indented one
+step deeper than its key, or on one line in a compact file. Key order, indentation, compact
+arrays, unknown keys and the final newline are untouched. Used by ``fix`` (id lists) and
+``stamp`` (the ``eagle3_contract`` block); the edited text is parsed again and must equal the
+intended document, else ``ConfigError``.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from eagle3_contracts.errors import ConfigError
 
-_WS = " \t\n\r"
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
 _STEP = "  "  # the indentation step where a file shows none
 
 
-def _indent(text: str, start: int) -> str:
-    """The whitespace before ``start`` on its line (two spaces when something else is there)."""
-    head = text[text.rfind("\n", 0, start) + 1 : start]
-    return head if head and not head.strip(" \t") else _STEP
+@dataclass(frozen=True)
+class _Member:
+    key: str
+    key_start: int  # the opening quote of the key
+    colon: str  # the text from the key's end to the value (": ")
+    value_start: int
+    value_end: int
 
 
 def _skip(text: str, i: int) -> int:
-    while i < len(text) and text[i] in _WS:
-        i += 1
-    return i
+    match = _WS.match(text, i)
+    assert match is not None
+    return match.end()
 
 
-def member_spans(text: str) -> tuple[dict[str, tuple[int, int, int]], int]:
-    """For a JSON object text: each top-level key's (key start, value start, value end), the
-    last occurrence winning as in ``json.loads``; and the index of the closing brace."""
-    decoder = json.JSONDecoder()
-    i = _skip(text, 0)
-    if i >= len(text) or text[i] != "{":
-        raise ConfigError("not a JSON object", field="*")
-    i = _skip(text, i + 1)
-    spans: dict[str, tuple[int, int, int]] = {}
+def _members(text: str, start: int, source: str) -> tuple[list[_Member], int]:
+    """The members of the object opening at ``start``, and the index of its ``}``."""
+    if text[start : start + 1] != "{":
+        raise ConfigError("expected a JSON object here", source=source)
+    members: list[_Member] = []
+    i = _skip(text, start + 1)
+    if text[i : i + 1] == "}":
+        return members, i
     while True:
-        if text[i] == "}":
-            return spans, i
-        start = i
-        key, i = decoder.raw_decode(text, i)
-        if not isinstance(key, str):
-            raise ConfigError("a JSON object key is a string", field="*")
-        i = _skip(text, i)
-        if text[i] != ":":
-            raise ConfigError(f"expected ':' after key {key!r}", field=key)
-        i = _skip(text, i + 1)
-        _, end = decoder.raw_decode(text, i)
-        spans[key] = (start, i, end)
-        i = _skip(text, end)
-        if text[i] == ",":
+        if text[i : i + 1] != '"':
+            raise ConfigError(f"expected a key at character {i}", source=source)
+        key, key_end = scanstring(text, i + 1)
+        value_start = _skip(text, _skip(text, key_end) + 1)
+        _, value_end = _DECODER.raw_decode(text, value_start)
+        members.append(_Member(key, i, text[key_end:value_start], value_start, value_end))
+        i = _skip(text, value_end)
+        if text[i : i + 1] == ",":
             i = _skip(text, i + 1)
+            continue
+        if text[i : i + 1] == "}":
+            return members, i
+        raise ConfigError(f"expected ',' or '}}' at character {i}", source=source)
 
 
-def render_value(value: Any, indent: str | None, unit: str) -> str:
-    """``value`` as JSON: objects one member per line at ``indent`` + ``unit`` (lists and
-    nested objects inline), or all on one line when ``indent`` is ``None`` (a compact file)."""
+def _line_indent(text: str, start: int) -> str | None:
+    """The whitespace before ``start`` on its line; ``None`` when other text precedes it
+    (a compact, one-line object)."""
+    head = text[text.rfind("\n", 0, start) + 1 : start]
+    return head if not head.strip(" \t") and "\n" in text[:start] else None
+
+
+def _render_ids(ids: Sequence[int], old: str | None) -> str:
+    """``ids`` as a JSON array in the style of the array it replaces (if any)."""
+    items = [str(int(i)) for i in ids]
+    if old is None or not old.startswith("["):
+        return "[" + ", ".join(items) + "]"
+    if "\n" not in old:
+        sep = "," if re.search(r",\S", old) else ", "
+        pad = " " if old.startswith("[ ") and old.endswith(" ]") else ""
+        return "[" + pad + sep.join(items) + pad + "]" if items else "[]"
+    inner = re.match(r"\[\s*?\n([ \t]*)", old)
+    close = re.search(r"\n([ \t]*)\]$", old)
+    indent = inner.group(1) if inner else "  "
+    closing = close.group(1) if close else ""
+    return "[\n" + ",\n".join(indent + i for i in items) + "\n" + closing + "]"
+
+
+def _render(value: Any, old: str | None, indent: str | None) -> str:
+    """``value`` as JSON for a member whose key sits at ``indent`` (``None``: one line)."""
+    if isinstance(value, (list, tuple)) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        return _render_ids(value, old)
     if indent is None or not isinstance(value, dict) or not value:
         return json.dumps(value)
-    inner = indent + unit
+    inner = indent + (indent or _STEP)
     members = [f"{inner}{json.dumps(k)}: {json.dumps(v)}" for k, v in value.items()]
     return "{\n" + ",\n".join(members) + f"\n{indent}}}"
 
 
-def set_top_level_key(text: str, key: str, value: Any) -> str:
-    """``text`` (a JSON object) with ``key`` set to ``value``, every other byte kept."""
+def set_member(text: str, path: str | Sequence[str], value: Any, *, source: str = "<text>") -> str:
+    """``text`` with the member at ``path`` (dotted, or a sequence of keys) set to ``value``."""
+    keys = path.split(".") if isinstance(path, str) else list(path)
+    start = _skip(text, 0)
+    for depth, key in enumerate(keys):
+        members, close = _members(text, start, source)
+        found = [m for m in members if m.key == key]
+        if not found:
+            return _insert(text, members, start, close, keys[depth:], value)
+        member = found[-1]  # json.loads keeps the last of duplicate keys
+        if depth == len(keys) - 1:
+            old = text[member.value_start : member.value_end]
+            new = _render(value, old, _line_indent(text, member.key_start))
+            return text[: member.value_start] + new + text[member.value_end :]
+        if text[member.value_start] != "{":
+            where = ".".join(keys[: depth + 1])
+            raise ConfigError(
+                f"{where} is not a JSON object; cannot set {'.'.join(keys)} in it",
+                source=source,
+                field=".".join(keys),
+            )
+        start = member.value_start
+    raise AssertionError("unreachable: the path has at least one key")
+
+
+def _insert(
+    text: str,
+    members: list[_Member],
+    start: int,
+    close: int,
+    keys: Sequence[str],
+    value: Any,
+) -> str:
+    """Add ``keys[0]`` (holding the rest of the path) to the object at ``start``."""
+    entry_key = json.dumps(keys[0])
+    if not members:
+        if isinstance(value, dict) and value and len(keys) == 1:  # a block: one member a line
+            entry = entry_key + ": " + _render(value, None, _STEP)
+            return text[:close].rstrip(" \t\n\r") + "\n" + _STEP + entry + "\n" + text[close:]
+        rendered = _render(value, None, None)
+        for key in reversed(keys[1:]):
+            rendered = "{" + json.dumps(key) + ": " + rendered + "}"
+        return text[: start + 1] + entry_key + ": " + rendered + text[close:]
+    last = members[-1]
+    gap_start = last.key_start
+    while gap_start > 0 and text[gap_start - 1] in " \t\r\n":
+        gap_start -= 1
+    gap = text[gap_start : last.key_start]  # "\n  " before the last key, as written
+    if len(members) == 1 and "\n" not in gap:  # what follows "{" in a one-line object
+        gap = " "
+    indent = gap.rpartition("\n")[2] if "\n" in gap else None
+    rendered = _render(value, None, indent if len(keys) == 1 else None)
+    for key in reversed(keys[1:]):
+        rendered = "{" + json.dumps(key) + ": " + rendered + "}"
+    return (
+        text[: last.value_end]
+        + ","
+        + gap
+        + entry_key
+        + last.colon
+        + rendered
+        + text[last.value_end :]
+    )
+
+
+def _checked(text: str, expected: Any, source: str) -> str:
+    try:
+        again = json.loads(text)
+    except json.JSONDecodeError as exc:  # a bug here, never the user's: say so
+        raise ConfigError(
+            f"the edited config is not valid JSON ({exc.msg})", source=source
+        ) from None
+    if again != expected:
+        raise ConfigError(
+            "the minimal edit does not give the fixed config (duplicate keys?); edit the file by "
+            "hand",
+            source=source,
+        )
+    return text
+
+
+def edit_ids(
+    text: str, edits: Sequence[tuple[str, Sequence[int]]], expected: Any, source: str
+) -> str:
+    """Apply every ``(path, ids)`` edit to ``text``; the result must parse to ``expected``."""
+    for path, ids in edits:
+        text = set_member(text, path, ids, source=source)
+    return _checked(text, expected, source)
+
+
+def set_top_level_key(text: str, key: str, value: Any, *, source: str = "<text>") -> str:
+    """``text`` (a JSON object) with the top-level ``key`` set to ``value``, every other byte
+    kept (a key with a dot in it is one key here, not a path)."""
     data = json.loads(text)  # a malformed file fails here, before any scanning
-    spans, close = member_spans(text)
-    multiline = "\n" in text[: close + 1]
-    if key in spans:
-        start, vstart, vend = spans[key]
-        indent = _indent(text, start) if multiline else None
-        out = text[:vstart] + render_value(value, indent, indent or _STEP) + text[vend:]
-    elif spans:
-        last = max(spans.values(), key=lambda s: s[2])
-        indent = _indent(text, last[0]) if multiline else None
-        sep = f",\n{indent}" if indent is not None else ", "
-        member = f"{json.dumps(key)}: {render_value(value, indent, indent or _STEP)}"
-        out = text[: last[2]] + sep + member + text[last[2] :]
-    else:
-        member = f"{json.dumps(key)}: {render_value(value, _STEP, _STEP)}"
-        out = text[:close].rstrip(_WS) + "\n  " + member + "\n" + text[close:]
+    if not isinstance(data, dict):
+        raise ConfigError("not a JSON object", source=source, field=key)
     data[key] = value
-    if json.loads(out) != data:  # pragma: no cover - a bug in this module, never written
-        raise ConfigError(f"editing {key!r} in place would change other keys", field=key)
-    return out
+    return _checked(set_member(text, [key], value, source=source), data, source)
+
+
+__all__ = ["edit_ids", "set_member", "set_top_level_key"]

@@ -74,7 +74,10 @@ def serve_counters(
     args = [str(target), str(draft), str(prompts), str(new_tokens), str(k), str(seed)]
     cmd = [sys.executable, "-m", "eagle3_contracts.acceptance.vllm_counters", *args]
     t0 = time.time()
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    try:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"vLLM did not finish serving {draft} within {timeout:.0f} s") from None
     found = [line for line in out.stdout.splitlines() if line.startswith("ACCEPT ")]
     if not found:
         tail = " ".join((out.stdout + out.stderr).split())[-400:]

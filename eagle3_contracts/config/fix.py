@@ -7,7 +7,7 @@ with the same ids; two different lists for one field is a conflict, refused with
 The combined config is checked again against the original training (``check_drafter``'s
 ``served_configs``: the trained plan is the original drafter's, whatever the edit changes) and
 must be ok for every release. The new text is the original with only those members edited
-(``config.jsonedit``).
+(``_json_edit``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from eagle3_contracts._io import replace_text
+from eagle3_contracts._json_edit import edit_ids
 from eagle3_contracts.config.check import CheckReport, check_drafter
-from eagle3_contracts.config.jsonedit import edit_ids
 from eagle3_contracts.config.plan import Fix, apply_fix
 from eagle3_contracts.errors import ConfigError, ContractError
 

@@ -22,7 +22,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, s
 
 
 def test_rows_per_release_with_the_layers_each_feeds(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _err = _run(
+    code, out, _ = _run(
         capsys, "accept", DRAFTER, "--target", TARGET, "--serve-with", "sglang==0.5.23",
         "vllm==0.32.0:v1", "--wiring=-1,1,5", "--json", *FAST,
     )  # fmt: skip
@@ -103,6 +103,6 @@ def test_bad_input_is_one_line_and_exit_2(
         extra = ["--wiring", "2,6"]
     elif case == "no-target":
         target = tmp_path / "absent"
-    code, _out, err = _run(capsys, "accept", draft, "--target", target, *extra, *FAST)
-    assert code == 2, err
+    code, out, err = _run(capsys, "accept", draft, "--target", target, *extra, *FAST)
+    assert code == 2 and out == "", err
     assert err.count("\n") == 1 and fragment in err, err

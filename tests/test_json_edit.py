@@ -1,4 +1,4 @@
-"""``config.jsonedit``: one member set, every other byte kept."""
+"""``_json_edit``: one member set, every other byte kept (fix's id lists and the stamp block)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eagle3_contracts.config.jsonedit import edit_ids, set_member
+from eagle3_contracts._json_edit import edit_ids, set_member, set_top_level_key
 from eagle3_contracts.errors import ConfigError
 
 PATH = "eagle_aux_hidden_state_layer_ids"
@@ -100,3 +100,33 @@ def test_any_document_gets_exactly_the_edit(doc, nested, present, indent, ids) -
         tail = len(text) - (text.index(old) + len(old)) if "\n" not in old else None
         if tail is not None:
             assert edited[len(edited) - tail :] == text[len(text) - tail :]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a multi-line file: the block one member a line, one step deeper than its key
+        (
+            '{\n  "a": 1\n}\n',
+            '{\n  "a": 1,\n  "k": {\n    "x": [1, 2],\n    "y": "z"\n  }\n}\n',
+        ),
+        # a compact file stays on one line
+        ('{"a": 1}', '{"a": 1, "k": {"x": [1, 2], "y": "z"}}'),
+        # an existing block is replaced where it is
+        (
+            '{\n    "k": {},\n    "a": 1\n}',
+            '{\n    "k": {\n        "x": [1, 2],\n        "y": "z"\n    },\n    "a": 1\n}',
+        ),
+        # an empty object gets the block on its own lines
+        ("{}", '{\n  "k": {\n    "x": [1, 2],\n    "y": "z"\n  }\n}'),
+    ],
+)
+def test_top_level_block_is_written_in_the_files_style(text: str, expected: str) -> None:
+    out = set_top_level_key(text, "k", {"x": [1, 2], "y": "z"})
+    assert out == expected
+    assert json.loads(out) == {**json.loads(text), "k": {"x": [1, 2], "y": "z"}}
+
+
+def test_top_level_key_with_a_dot_is_one_key() -> None:
+    out = set_top_level_key('{"a.b": 1}', "a.b", 2)
+    assert json.loads(out) == {"a.b": 2}
