@@ -5,7 +5,7 @@ command line already has) and replaces this process with ``python -m sglang.laun
 SGLang registers the hooks in every scheduler process (each TP rank's model runner); they act
 on ``EAGLE3_CONTRACTS_DUMP=DIR`` and ``EAGLE3_CONTRACTS_GUARD=warn|strict``, inherited from
 this environment (see ``eagle3_contracts.integrations.sglang``). The drafter's stamp is read
-from ``--speculative-draft-model-path`` (a local directory). ``--print-command`` prints the
+from ``--speculative-draft-model-path`` (a local directory, or a Hub id read from the cache). ``--print-command`` prints the
 command instead of running it. Exit 2 on bad input; otherwise SGLang's own exit code.
 """
 
@@ -96,9 +96,25 @@ def sglang_command(python: str, sglang_args: list[str]) -> list[str]:
             raise UsageError(f"{HOOKS_FLAG} is not JSON: {exc}") from None
         if not isinstance(specs, list):
             raise UsageError(f"{HOOKS_FLAG} must be a JSON list of hook specs")
-    draft_dir = draft if draft is not None and os.path.isdir(draft) else None
-    specs += forward_hooks(draft_dir)
+    specs += forward_hooks(draft_dir(draft))
     return [python, "-m", "sglang.launch_server", *args, HOOKS_FLAG, json.dumps(specs)]
+
+
+def draft_dir(draft: str | None) -> str | None:
+    """The drafter's local folder, whose ``config.json`` carries the stamp the hooks read: a
+    folder as given; a Hub id (``org/name[@revision]``) as the cached snapshot holding its
+    ``config.json``, resolved as ``check`` resolves it (cache first, else only that file is
+    downloaded; SGLang fetches the weights itself). Anything else: ``None`` (no stamp read)."""
+    if draft is None:
+        return None
+    if os.path.isdir(draft):
+        return draft
+    from eagle3_contracts import _hub
+
+    if _hub.parse_hub_id(draft) is None:
+        return None
+    folder, _ = _hub.resolve_model(draft, what="draft")
+    return folder
 
 
 def _check_sglang(python: str) -> None:
@@ -150,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         from eagle3_contracts.integrations.sglang import draft_problem
 
         draft, _ = _take(list(args.sglang_args), DRAFT_FLAG)
-        problem = draft_problem(draft)
+        problem = draft_problem(draft_dir(draft))
         if problem is not None:
             print(
                 f"eagle3-contracts sglang-launch: {problem}: the hooks stay off, SGLang runs "

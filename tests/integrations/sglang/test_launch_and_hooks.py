@@ -47,17 +47,17 @@ def test_command_adds_the_hooks_and_reads_the_draft_path(tmp_path: Path) -> None
     assert {s["config"]["draft_path"] for s in specs} == {str(tmp_path)}  # type: ignore[index]
 
 
-def test_command_merges_given_forward_hooks_and_ignores_a_hub_draft() -> None:
+def test_command_merges_given_forward_hooks_and_reads_no_stamp_from_a_missing_folder() -> None:
     mine = [{"name": "mine", "target_modules": ["x"], "hook_factory": "m:f"}]
     cmd = sglang_command(
         "py",
         ["--model-path", "M", f"--forward-hooks={json.dumps(mine)}",
-         "--speculative-draft-model-path", "org/hub-name"],
+         "--speculative-draft-model-path", "/nonexistent/draft"],
     )  # fmt: skip
     specs = _hooks_of(cmd)
     assert specs[0] == mine[0] and len(specs) == 4
     assert cmd.count("--forward-hooks") == 1
-    assert specs[1]["config"]["draft_path"] is None  # type: ignore[index]  # not a local dir
+    assert specs[1]["config"]["draft_path"] is None  # type: ignore[index]  # no folder, no Hub id
 
 
 @pytest.mark.parametrize(
@@ -168,3 +168,29 @@ def test_stream_of_each_layer_output_form() -> None:
     assert sg_hooks.stream_of(h, (owed,)) is None
     settled = SimpleNamespace(residual_stream=SimpleNamespace(residual=r, pending=None))
     assert torch.equal(sg_hooks.stream_of(h, (settled,)), r)  # type: ignore[arg-type]
+
+
+def test_a_hub_id_draft_is_read_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hooks read the stamp from the cached snapshot of a Hub-id drafter (offline)."""
+    from tests.hub._cache import DRAFT, add_repo, config_bytes
+
+    snapshot = add_repo(tmp_path / "hub", "org/draft", {"config.json": config_bytes(DRAFT)})
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    argv = ["sglang-launch", "--print-command", "--python", "py", "--", "--model-path", "M"]
+    assert main([*argv, "--speculative-draft-model-path", "org/draft"]) == 0
+    hooks = _hooks_of(shlex.split(capsys.readouterr().out))
+    assert {h["config"]["draft_path"] for h in hooks} == {str(snapshot)}
+
+
+def test_a_hub_id_draft_missing_from_the_cache_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    argv = ["sglang-launch", "--print-command", "--", "--model-path", "M"]
+    assert main([*argv, "--speculative-draft-model-path", "org/missing"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "org/missing" in err and "HF_HUB_OFFLINE" in err
