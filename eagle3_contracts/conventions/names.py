@@ -161,13 +161,7 @@ def parse_system(text: object, *, field: str) -> SystemName:
     caller's job (an unknown row with the probe command). A version that is not one
     (``vllm==abc``) or an unknown name is refused, with the names it may have meant.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise ContractError(
-            f"a system name is a non-empty string like 'sglang==0.5.23', 'vllm==0.33.0:v1' or "
-            f"'specforge', got {text!r}",
-            field=field,
-        )
-    given = text.strip()
+    given = _given(text, field)
     key = "".join(given.split()).lower()
     key = ALIASES.get(key, key)
     if key in READING_NAMES or key in FIXED:
@@ -178,31 +172,50 @@ def parse_system(text: object, *, field: str) -> SystemName:
     framework, eq, version = head.partition("==")
     if framework in ENGINES or framework in TRAINER_DEFAULTS:
         _check_version(given, eq, version, field)
-        if colon and (framework != "vllm" or runner not in RUNNERS):
-            raise ContractError(
-                f"{given!r}: "
-                + (
-                    f"the runner is 'v1' or 'v2', got {runner!r}"
-                    if framework == "vllm"
-                    else "only vLLM has model runners (':v1' or ':v2')"
-                ),
-                field=field,
-            )
+        if colon:
+            _check_runner(given, framework, runner, field)
         if framework in ENGINES:
             return EngineSpec(framework, version or None, runner or None, given)
         return TrainerSpec(framework, version or None, given)
     if framework in FIXED and eq:
-        checked = [r for r, entry in FIXED_RELEASES.items() if entry == framework]
+        raise ContractError(_versioned_fixed(given, framework), field=field)
+    raise ContractError(_unknown(given, framework), field=field)
+
+
+def _given(text: object, field: str) -> str:
+    """The name as typed, stripped; refused unless it is a non-empty string."""
+    if not isinstance(text, str) or not text.strip():
         raise ContractError(
-            f"{given!r}: {framework} names one reading for every release; "
-            + (
-                f"checked releases: {', '.join(checked)} (or the unversioned {framework!r})"
-                if checked
-                else f"give it unversioned, {framework!r}"
-            ),
+            f"a system name is a non-empty string like 'sglang==0.5.23', 'vllm==0.33.0:v1' or "
+            f"'specforge', got {text!r}",
             field=field,
         )
-    raise ContractError(_unknown(given, framework), field=field)
+    return text.strip()
+
+
+def _check_runner(given: str, framework: str, runner: str, field: str) -> None:
+    """A ``:runner`` suffix is valid only on vLLM, and only ``v1``/``v2``."""
+    if framework == "vllm" and runner in RUNNERS:
+        return
+    raise ContractError(
+        f"{given!r}: "
+        + (
+            f"the runner is 'v1' or 'v2', got {runner!r}"
+            if framework == "vllm"
+            else "only vLLM has model runners (':v1' or ':v2')"
+        ),
+        field=field,
+    )
+
+
+def _versioned_fixed(given: str, framework: str) -> str:
+    """The refusal of a version on a registry entry (one reading for every release)."""
+    checked = [r for r, entry in FIXED_RELEASES.items() if entry == framework]
+    return f"{given!r}: {framework} names one reading for every release; " + (
+        f"checked releases: {', '.join(checked)} (or the unversioned {framework!r})"
+        if checked
+        else f"give it unversioned, {framework!r}"
+    )
 
 
 def parse_convention(text: object, *, field: str) -> SystemName | None:
