@@ -80,12 +80,18 @@ def build(layers: int, hidden: int, tokens: int) -> tuple[Any, Any]:
 
 
 def stamp(work: Path, layers: int, hidden: int) -> Path:
+    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, write_stamp
 
     draft = work / "draft"
     draft.mkdir(parents=True, exist_ok=True)
     (draft / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLMEagle3"]}))
-    write_stamp(draft, Stamp(tuple(IDS), layers, hidden, trained_with="specforge-hf"))
+    write_stamp(
+        draft,
+        Stamp(
+            CaptureContract(tuple(IDS), layers, hidden, "as_listed"), trained_with="specforge-hf"
+        ),
+    )
     return draft
 
 

@@ -86,6 +86,7 @@ def child(args: argparse.Namespace) -> None:
 
 def build(work: Path, layers: int, hidden: int) -> tuple[Path, Path]:
     sys.path.insert(0, str(ROOT))
+    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, write_stamp
     from tests.engines.vllm import harness
 
@@ -94,7 +95,10 @@ def build(work: Path, layers: int, hidden: int) -> tuple[Path, Path]:
     draft = harness.build_drafter(
         harness.drafter_config(ids, None, None, hidden=hidden), work / "draft"
     )
-    stamp = Stamp(tuple(b - 1 for b in ids), layers, hidden, trained_with="vllm")
+    stamp = Stamp(
+        CaptureContract(tuple(b - 1 for b in ids), layers, hidden, "as_listed"),
+        trained_with="vllm",
+    )
     write_stamp(draft, stamp)
     return target, draft
 

@@ -35,10 +35,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from eagle3_contracts._io import read_json_file, replace_text
-from eagle3_contracts.errors import ConfigError
+from eagle3_contracts.contract import CaptureContract, Order
+from eagle3_contracts.errors import ConfigError, ContractError
 
 STAMP_KEY = "eagle3_contract"
 SCHEMA = "eagle3-contracts.stamp/1"
@@ -51,13 +52,10 @@ ORDERS = ("as_listed", "ascending")
 
 @dataclass(frozen=True)
 class Stamp:
-    """The canonical contract a drafter was trained on."""
+    """The canonical contract a drafter was trained on, and where the claim came from."""
 
-    # -- the contract -----------------------------------------------------------------------
-    layer_ids: tuple[int, ...]  # canonical ids, concatenation order
-    num_layers: int  # target depth L
-    hidden_size: int  # target width H (one segment)
-    order: str = "as_listed"  # "as_listed": layer_ids is the trained order
+    # -- the contract (ids in the trained order: ``order="as_listed"``) ----------------------
+    contract: CaptureContract
     # -- provenance ---------------------------------------------------------------------------
     trained_with: str = ""  # convention or release name the native ids were read with
     native_ids: tuple[int, ...] | None = None  # the ids as written (None: trainer default)
@@ -65,19 +63,15 @@ class Stamp:
     target: Mapping[str, Any] = field(default_factory=dict)  # model_type, architectures
     stamped_by: str = ""
 
-    @property
-    def width(self) -> int:
-        """The fc input width the contract implies: one H-wide segment per id."""
-        return len(self.layer_ids) * self.hidden_size
-
     def to_dict(self) -> dict[str, Any]:
+        contract = self.contract
         return {
             "schema": SCHEMA,
-            "layer_ids": list(self.layer_ids),
-            "order": self.order,
-            "num_layers": self.num_layers,
-            "hidden_size": self.hidden_size,
-            "width": self.width,
+            "layer_ids": list(contract.layer_ids),
+            "order": contract.order,
+            "num_layers": contract.num_layers,
+            "hidden_size": contract.hidden_size,
+            "width": contract.width,
             "trained_with": self.trained_with,
             "native_ids": None if self.native_ids is None else list(self.native_ids),
             "ids_source": self.ids_source,
@@ -87,9 +81,10 @@ class Stamp:
 
     def describe(self) -> str:
         """``"canonical [2, 30, 58] of L=61, H=7168 (trained with specforge)"``."""
+        contract = self.contract
         return (
-            f"canonical {list(self.layer_ids)} of L={self.num_layers}, H={self.hidden_size} "
-            f"(trained with {self.trained_with or 'an unnamed trainer'})"
+            f"canonical {list(contract.layer_ids)} of L={contract.num_layers}, "
+            f"H={contract.hidden_size} (trained with {self.trained_with or 'an unnamed trainer'})"
         )
 
 
@@ -197,11 +192,14 @@ def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
         if not isinstance(value, str):
             raise bad(f"must be a string, got {value!r}", key)
         texts[key] = value
+    try:
+        contract = CaptureContract(
+            tuple(ids), sizes["num_layers"], sizes["hidden_size"], order=cast(Order, order)
+        )
+    except ContractError as exc:  # what the checks above leave: a repeated id
+        raise bad(str(exc), exc.field or "layer_ids") from None
     return Stamp(
-        layer_ids=tuple(ids),
-        num_layers=sizes["num_layers"],
-        hidden_size=sizes["hidden_size"],
-        order=order,
+        contract,
         native_ids=None if native is None else tuple(native),
         target=dict(target),
         **texts,

@@ -53,7 +53,7 @@ def trained_wiring(
 
     claim = claim_source(draft, trained_with)
     if claim.kind == "stamp" and claim.stamp is not None:
-        return Trained(tuple(claim.stamp.layer_ids), claim.describe())
+        return Trained(tuple(claim.stamp.contract.layer_ids), claim.describe())
     if claim.trained_with:
         plan = resolve(draft, target_config, claim.trained_with)
         if plan.kind != "segments" or plan.refused or not plan.layer_ids:

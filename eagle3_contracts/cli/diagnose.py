@@ -6,7 +6,7 @@ import argparse
 import math
 
 from eagle3_contracts.cli._output import emit
-from eagle3_contracts.contract import CaptureContract, Order
+from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.errors import ContractError
 
 COMMAND = "diagnose"
@@ -184,7 +184,4 @@ def _stamp_contract(draft: str) -> tuple[CaptureContract | None, str, str]:
     claim = claim_source(draft, environ={})
     if claim.stamp is None:
         return None, "", f"no stamp in {draft}: the dumps' own metadata is the claim"
-    stamp = claim.stamp
-    order: Order = "as_listed" if stamp.order == "as_listed" else "ascending"
-    contract = CaptureContract(stamp.layer_ids, stamp.num_layers, stamp.hidden_size, order=order)
-    return contract, f"stamp {claim.detail}", f"training claim: {claim.describe()}"
+    return claim.stamp.contract, f"stamp {claim.detail}", f"training claim: {claim.describe()}"

@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli import UsageError
     from eagle3_contracts.config.plan import resolve
     from eagle3_contracts.config.readers import read_draft_config, read_target_config
+    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, read_stamp, write_stamp
 
     hub = parse_hub_id(args.draft)
@@ -92,10 +93,7 @@ def run(args: argparse.Namespace) -> int:
             f"can be stamped"
         )
     stamp = Stamp(
-        layer_ids=plan.layer_ids,
-        num_layers=plan.num_layers,
-        hidden_size=plan.hidden_size,
-        order="as_listed",
+        CaptureContract(plan.layer_ids, plan.num_layers, plan.hidden_size, order="as_listed"),
         trained_with=args.trained_with,
         native_ids=plan.native_ids,
         ids_source=plan.ids_source,
@@ -122,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 def _changes(current: Stamp, new: Stamp) -> list[str]:
     """What a re-stamp would change in the claim: the ids, the trainer, the ids' source."""
     pairs = (
-        ("layer_ids", list(current.layer_ids), list(new.layer_ids)),
+        ("layer_ids", list(current.contract.layer_ids), list(new.contract.layer_ids)),
         ("trained_with", current.trained_with, new.trained_with),
         ("ids_source", current.ids_source, new.ids_source),
     )

@@ -569,9 +569,10 @@ def _stamp_plan(
     if trained_with and trained_with != stamp.trained_with:
         note += f" (--trained-with {trained_with} ignored: the stamp is read first)"
     notes.append(note)
-    if (stamp.num_layers, stamp.hidden_size) != (target.num_layers, target.hidden_size):
+    trained = stamp.contract
+    if (trained.num_layers, trained.hidden_size) != (target.num_layers, target.hidden_size):
         raise ConfigError(
-            f"the drafter's stamp was made for a {stamp.num_layers} x {stamp.hidden_size} "
+            f"the drafter's stamp was made for a {trained.num_layers} x {trained.hidden_size} "
             f"target, this target is {target.num_layers} x {target.hidden_size}: check it "
             "against the target it was trained on, or re-stamp it",
             source=draft_cfg.source,
@@ -579,10 +580,10 @@ def _stamp_plan(
         )
     return CapturePlan(
         system=f"stamp ({stamp.trained_with or 'unnamed trainer'})",
-        layer_ids=stamp.layer_ids,
-        num_layers=stamp.num_layers,
-        hidden_size=stamp.hidden_size,
-        order="ascending" if stamp.order == "ascending" else "as_listed",
+        layer_ids=trained.layer_ids,
+        num_layers=trained.num_layers,
+        hidden_size=trained.hidden_size,
+        order=trained.order,
         native_ids=stamp.native_ids,
         ids_source="stamp",
         notes=(note,),

@@ -429,13 +429,17 @@ def test_a_stamp_is_read_before_trained_with(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """issue 11's stamp records the canonical contract in config.json; check reads it first."""
+    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, write_stamp
 
     draft, target = examples.load("kimi-k2.5")
     folder = tmp_path / "drafter"
     folder.mkdir()
     (folder / "config.json").write_text(Path(draft).read_text())
-    write_stamp(folder, Stamp((2, 30, 58), 61, 7168, trained_with="specforge-hf"))
+    write_stamp(
+        folder,
+        Stamp(CaptureContract((2, 30, 58), 61, 7168, "as_listed"), trained_with="specforge-hf"),
+    )
     code, out, _ = run(
         capsys, str(folder), "--target", target, "--trained-with", "specforge", "--json"
     )

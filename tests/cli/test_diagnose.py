@@ -99,13 +99,14 @@ def test_ids_override(world, capsys) -> None:
 
 def _drafter(tmp: Path, name: str, ids: list[int] | None) -> Path:
     """A drafter directory whose config.json carries a stamp of canonical ``ids`` (or none)."""
+    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, write_stamp
 
     folder = tmp / name
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLMEagle3"]}))
     if ids is not None:
-        write_stamp(folder, Stamp(tuple(ids), 5, 32, order="ascending", trained_with="specforge"))
+        write_stamp(folder, Stamp(CaptureContract(tuple(ids), 5, 32), trained_with="specforge"))
     return folder
 
 

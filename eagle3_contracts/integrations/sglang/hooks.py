@@ -508,7 +508,7 @@ class Session:
 
         source = claim_source(self.draft_path, None)
         if source.kind == "stamp" and source.stamp is not None:
-            return source.stamp.layer_ids, source.describe()
+            return source.stamp.contract.layer_ids, source.describe()
         if source.trained_with and self.draft_path:
             from eagle3_contracts.config.plan import resolve
 

@@ -540,7 +540,7 @@ def _claim(
     stamp = parse_stamp(getattr(draft_cfg, STAMP_KEY, None), source="drafter config.json")
     if stamp is not None:
         return (
-            stamp.layer_ids,
+            stamp.contract.layer_ids,
             f"stamp in the drafter's config.json, trained with {stamp.trained_with}",
         )
     if settings.trained_with:

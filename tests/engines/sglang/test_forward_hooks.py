@@ -59,6 +59,7 @@ def _hooked(state: dict[str, Any], model_file: str, draft: Path | None) -> harne
 
 
 def _stamped_draft(directory: Path, pair: harness.Pair, trained: tuple[int, ...]) -> Path:
+    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, write_stamp
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -68,9 +69,7 @@ def _stamped_draft(directory: Path, pair: harness.Pair, trained: tuple[int, ...]
     write_stamp(
         directory,
         Stamp(
-            layer_ids=trained,
-            num_layers=L,
-            hidden_size=harness.HIDDEN,
+            CaptureContract(trained, L, harness.HIDDEN, "as_listed"),
             trained_with="specforge-hf",
             target=harness.target_config(pair),
         ),

@@ -84,17 +84,19 @@ BOUNDARIES = [2, 4, 6]  # top-level ids as vLLM reads them: canonical [1, 3, 5]
 def stamped(engine_work: dict[str, Any]) -> dict[str, Path]:
     """The llama target and two stamped drafters fed boundaries [2, 4, 6] (canonical
     [1, 3, 5]): ``right`` trained on [1, 3, 5], ``wrong`` on [2, 4, 5] (SpecForge's reading)."""
+    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, write_stamp
+
+    def _contract(ids: tuple[int, ...]) -> CaptureContract:
+        return CaptureContract(ids, harness.NUM_LAYERS, harness.HIDDEN, "as_listed")
 
     target, _ = target_for(engine_work, "llama")
     work = engine_work["work"]
     config = harness.drafter_config(BOUNDARIES, None, 3)
     right = harness.build_drafter(config, work / "guard-right")
-    write_stamp(right, Stamp((1, 3, 5), harness.NUM_LAYERS, harness.HIDDEN, trained_with="vllm"))
+    write_stamp(right, Stamp(_contract((1, 3, 5)), trained_with="vllm"))
     wrong = harness.build_drafter(config, work / "guard-wrong")
-    write_stamp(
-        wrong, Stamp((2, 4, 5), harness.NUM_LAYERS, harness.HIDDEN, trained_with="specforge")
-    )
+    write_stamp(wrong, Stamp(_contract((2, 4, 5)), trained_with="specforge"))
     return {"target": target, "right": right, "wrong": wrong}
 
 

@@ -43,7 +43,9 @@ def test_stamp_writes_the_canonical_contract_into_config_json(drafter: Path) -> 
     stamp = read_stamp(drafter)
     assert stamp is not None
     # the "output" reading: the ids [2, 30, 58] are layer outputs
-    assert stamp.layer_ids == (2, 30, 58) and stamp.num_layers == 61 and stamp.width == 3 * 7168
+    contract = stamp.contract
+    assert contract.layer_ids == (2, 30, 58) and contract.num_layers == 61
+    assert contract.width == 3 * 7168
     assert stamp.trained_with == "output"
 
 
@@ -63,7 +65,7 @@ def test_restamping_differently_needs_force(
     assert "pass --force" in capsys.readouterr().err
     assert main([*args, "--force"]) == 0
     stamp = read_stamp(drafter)
-    assert stamp is not None and stamp.layer_ids == (1, 29, 57)
+    assert stamp is not None and stamp.contract.layer_ids == (1, 29, 57)
 
 
 def test_stamp_needs_trained_with_and_target(
@@ -116,6 +118,15 @@ def test_claim_prefers_the_stamp_then_the_flag_then_the_env(drafter: Path) -> No
                 "width": 9,
             },
             "disagrees",
+        ),
+        (
+            {
+                "schema": "eagle3-contracts.stamp/1",
+                "layer_ids": [1, 2, 1],
+                "num_layers": 4,
+                "hidden_size": 8,
+            },
+            "repeats layer_ids",
         ),
     ],
 )
