@@ -67,19 +67,45 @@ class CapturePlan:
     refused: str | None = None  # the system refuses this config at load (why)
     pp_dropped: tuple[int, ...] = ()  # canonical ids lost to pipeline parallelism
     convention: Convention | None = field(default=None, repr=False, compare=False)
-    # -- release-true answers (engines and trainer releases, ``conventions.predict``) --------
+    # -- the verdict on what is fed (engines, trainer releases and fixed readings) -----------
     kind: str = "segments"  # "segments", "crash", "unsupported" or "unknown"
     crash: str | None = None  # crash class ("fc-width-mismatch", "embedding-residual-none", ...)
-    release: str | None = None  # "sglang==0.5.23" (the release answered for)
-    runner: str | None = None  # vLLM model runner "v1" / "v2"
-    model_file: str | None = None  # the target's model file in that release
-    source: str = ""  # file:line of the release code the answer comes from
+    source: str = ""  # file:line of the code the answer comes from
     assumptions: tuple[str, ...] = ()  # what the answer assumed (unversioned name, runner)
-    width_states: int | None = None  # states the release builds the drafter's fc for
-    state: str = "residual stream"  # what each segment holds
-    read_path: str | None = None  # where that release reads ids (where a fix writes them)
-    feed: Feed | None = field(default=None, repr=False, compare=False)
+    # -- the release's answer (``conventions.predict``); None for a fixed reading ------------
+    feed: Feed | None = field(default=None, repr=False)
     inputs: tuple[DraftConfig, TargetConfig] | None = field(default=None, repr=False, compare=False)
+
+    # -- read through the release's feed (None or the default for a fixed reading) -----------
+    @property
+    def release(self) -> str | None:
+        """``sglang==0.5.23``: the release answered for."""
+        return self.feed.release if self.feed else None
+
+    @property
+    def runner(self) -> str | None:
+        """vLLM model runner ``v1`` / ``v2``."""
+        return self.feed.runner if self.feed else None
+
+    @property
+    def model_file(self) -> str | None:
+        """The target's model file in that release (None when not found)."""
+        return (self.feed.model_file or None) if self.feed else None
+
+    @property
+    def width_states(self) -> int | None:
+        """States the release builds the drafter's fc for."""
+        return self.feed.width_states if self.feed else None
+
+    @property
+    def state(self) -> str:
+        """What each segment holds."""
+        return self.feed.state if self.feed else "residual stream"
+
+    @property
+    def read_path(self) -> str | None:
+        """Where that release reads ids (where a fix writes them)."""
+        return self.feed.read_path if self.feed else None
 
     @property
     def width(self) -> int:
@@ -279,14 +305,8 @@ def _release_plan(
         pp_dropped=pp_dropped,
         kind=kind,
         crash=feed.crash if kind == feed.kind else None,
-        release=feed.release,
-        runner=feed.runner,
-        model_file=feed.model_file or None,
         source=feed.source,
         assumptions=feed.assumptions,
-        width_states=feed.width_states,
-        state=feed.state,
-        read_path=feed.read_path,
         feed=feed,
         inputs=(draft, target),
     )
