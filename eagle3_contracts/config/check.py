@@ -31,6 +31,7 @@ from eagle3_contracts.config.readers import (
 )
 from eagle3_contracts.conventions.names import EngineSpec, SystemName, TrainerSpec, parse_system
 from eagle3_contracts.errors import ConfigError, ContractError
+from eagle3_contracts.finding_words import label as finding_label
 from eagle3_contracts.layer_ids import check_num_layers
 
 SCHEMA_VERSION = 2
@@ -61,13 +62,7 @@ class CheckRow:
             return "ok"
         parts = []
         for f in self.findings:
-            label = (
-                f"shifted {f.shift:+d}"
-                if f.kind is FindingKind.SHIFTED
-                else f"crashes ({self.plan.crash or 'weight-load'})"
-                if f.kind is FindingKind.CRASHES
-                else f.kind.value.replace("-", " ")
-            )
+            label = finding_label(f.kind, shift=f.shift, crash=self.plan.crash or "weight-load")
             if label not in parts:
                 parts.append(label)
         return ", ".join(parts)

@@ -38,8 +38,9 @@ from eagle3_contracts.conventions import (
 )
 from eagle3_contracts.conventions.names import EngineSpec, TrainerSpec, needs_target, parse_system
 from eagle3_contracts.conventions.predict import Feed
-from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
+from eagle3_contracts.differences import Difference, FindingKind, classify
 from eagle3_contracts.errors import ContractError
+from eagle3_contracts.finding_words import WORDING, say, width_text
 from eagle3_contracts.layer_ids import describe
 
 if TYPE_CHECKING:
@@ -537,17 +538,17 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
     if verdict is not None:
         raw.append(verdict)
     elif trained.refused:
-        raw.append(
-            (FindingKind.REFUSED, f"{trained.system} refuses it: {trained.refused}", (), None)
-        )
+        raw.append((FindingKind.REFUSED, _refused(trained), (), None))
     elif served.refused:
-        raw.append((FindingKind.REFUSED, f"{served.system} refuses it: {served.refused}", (), None))
+        raw.append((FindingKind.REFUSED, _refused(served), (), None))
     elif (trained.num_layers, h_t) != (served.num_layers, h_s):
         raw.append(
             (
                 FindingKind.TARGET_DIFFERS,
-                f"trained on a {trained.num_layers} x {h_t} target, served on "
-                f"{served.num_layers} x {h_s}",
+                WORDING[FindingKind.TARGET_DIFFERS].sentence.format(
+                    want_target=f"{trained.num_layers} x {h_t}",
+                    got_target=f"{served.num_layers} x {h_s}",
+                ),
                 (),
                 None,
             )
@@ -560,6 +561,10 @@ def compare(trained: CapturePlan, served: CapturePlan) -> tuple[Finding, ...]:
     return tuple(
         Finding(kind, msg, layers, shift, fix_ids, fix) for kind, msg, layers, shift in raw
     )
+
+
+def _refused(plan: CapturePlan) -> str:
+    return WORDING[FindingKind.REFUSED].sentence.format(got=plan.system, reason=plan.refused)
 
 
 def _fed_findings(trained: CapturePlan, served: CapturePlan) -> list[_Raw]:
@@ -585,7 +590,7 @@ def _fed_findings(trained: CapturePlan, served: CapturePlan) -> list[_Raw]:
         raw.append(
             (
                 FindingKind.POST_NORM_FED,
-                f"{served.system} feeds the {new_post[0]}, which the drafter never saw",
+                WORDING[FindingKind.POST_NORM_FED].sentence.format(got=served.system),
                 (),
                 None,
             )
@@ -594,9 +599,11 @@ def _fed_findings(trained: CapturePlan, served: CapturePlan) -> list[_Raw]:
         raw.append(
             (
                 FindingKind.WIDTH_DIFFERS,
-                f"width differs: the drafter's fc takes {trained.width} "
-                f"({trained.width // h_t} x {h_t}), {served.system} feeds {served.width} "
-                f"({served.width // h_s} x {h_s})",
+                WORDING[FindingKind.WIDTH_DIFFERS].sentence.format(
+                    got=served.system,
+                    want_width=width_text(trained.width // h_t, h_t),
+                    got_width=width_text(served.width // h_s, h_s),
+                ),
                 (),
                 None,
             )
@@ -752,28 +759,7 @@ def _layer_findings(
 
 
 def _layer_message(d: Difference, t: tuple[int, ...], s: tuple[int, ...], n: int) -> str:
-    names = ", ".join(describe(i, n) for i in d.layers)
-    if d.kind is FindingKind.ORDER_DIFFERS and d.partial:
-        return (
-            f"shared layers are concatenated in a different order: trained {list(d.layers)}, "
-            f"served {[i for i in s if i in t]}"
-        )
-    if d.kind is FindingKind.ORDER_DIFFERS:
-        return (
-            f"same layers, different concatenation order: trained [{', '.join(map(str, t))}]"
-            f", served [{', '.join(map(str, s))}]"
-        )
-    if d.kind is FindingKind.SHIFTED:
-        k = d.shift or 0
-        return (
-            f"shifted by {k:+d}: every state is {shift_words(k)} ([{', '.join(map(str, s))}] "
-            f"instead of [{', '.join(map(str, t))}])"
-        )
-    if d.kind is FindingKind.EMBEDDING_INSERTED:
-        return "the embedding (canonical -1) is fed; the drafter was not trained on it"
-    if d.kind is FindingKind.LAYER_MISSING:
-        return f"not fed: {names}"
-    return f"fed but not trained on: {names}"  # EXTRA_LAYER
+    return say(d, t, s, n, names=("trained", "served"))
 
 
 def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | None, str]:

@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 from eagle3_contracts._text import text_table
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.conventions.names import CANONICAL, parse_convention
-from eagle3_contracts.differences import Difference, FindingKind, classify, shift_words
+from eagle3_contracts.differences import Difference, FindingKind, classify
 from eagle3_contracts.errors import ContractError, DumpError
+from eagle3_contracts.finding_words import ids_text as _ids
+from eagle3_contracts.finding_words import say
 from eagle3_contracts.layer_ids import check_layer_id, describe, uniform_shift
 
 if TYPE_CHECKING:
@@ -118,22 +120,6 @@ class DumpFinding:
         return {"kind": self.kind.value, "message": self.message, "layers": list(self.layers)}
 
 
-def _name(layer_id: int | None, num_layers: int) -> str:
-    return "no layer" if layer_id is None else describe(layer_id, num_layers)
-
-
-def _ids(ids: Sequence[int | None]) -> str:
-    return "[" + ", ".join("?" if n is None else str(n) for n in ids) + "]"
-
-
-# A uniform shift -> the failure it usually is.
-_SHIFT_CAUSES = {
-    -1: "ids read as loop indices / layer inputs where layer outputs were meant: "
-    "the sglang#25454 / vllm#43671 off-by-one",
-    1: "a +1 applied to ids that already named layer outputs",
-}
-
-
 def describe_difference(
     want: Sequence[int | None],
     got: Sequence[int | None],
@@ -143,6 +129,7 @@ def describe_difference(
     got_name: str = "found",
     got_labels: Sequence[str] | None = None,
     post_norm: Sequence[int] = (),
+    hidden_size: int | None = None,
 ) -> tuple[DumpFinding, ...]:
     """How ``got`` differs from ``want`` (``differences.classify``), in the diagnosis's words.
 
@@ -150,11 +137,22 @@ def describe_difference(
     (``got_labels`` then says what it is; ``post_norm`` lists the segments that are the final
     post-norm state). Empty when identical and fully identified.
     """
-    want, got = list(want), list(got)
-    labels = list(got_labels) if got_labels is not None else [_name(n, num_layers) for n in got]
     names = (want_name, got_name)
     return tuple(
-        DumpFinding(d.kind, _message(d, want, got, labels, names, num_layers), _layers(d))
+        DumpFinding(
+            d.kind,
+            say(
+                d,
+                want,
+                got,
+                num_layers,
+                names=names,
+                got_labels=got_labels,
+                hidden_size=hidden_size,
+                cause=True,
+            ),
+            _layers(d),
+        )
         for d in classify(want, got, post_norm=post_norm)
     )
 
@@ -162,66 +160,6 @@ def describe_difference(
 def _layers(d: Difference) -> tuple[int, ...]:
     kinds = (FindingKind.WIDTH_DIFFERS, FindingKind.POST_NORM_FED, FindingKind.SEGMENT)
     return () if d.kind in kinds else d.layers
-
-
-def _message(
-    d: Difference,
-    want: list[int | None],
-    got: list[int | None],
-    labels: list[str],
-    names: tuple[str, str],
-    num_layers: int,
-) -> str:
-    want_name, got_name = names
-    p = d.position if d.position is not None else 0
-    if d.kind is FindingKind.WIDTH_DIFFERS:
-        return (
-            f"{got_name} has {len(got)} segments, {want_name} {len(want)}: the drafter's fc "
-            f"input width differs"
-        )
-    if d.kind is FindingKind.ORDER_DIFFERS and d.partial:
-        return (
-            f"the layers both hold are in a different order: {want_name} {list(d.layers)}, "
-            f"{got_name} {[n for n in got if n in d.layers]}"
-        )
-    if d.kind is FindingKind.ORDER_DIFFERS:
-        return (
-            f"same layers in a different order: {got_name} concatenates {_ids(got)}, "
-            f"{want_name} {_ids(want)} (config-list order vs ascending order?)"
-        )
-    if d.kind is FindingKind.SHIFTED:
-        k = d.shift or 0
-        return (
-            f"every segment is {shift_words(k)}: {got_name} holds {_ids(got)}, "
-            f"{want_name} {_ids(want)} ({_SHIFT_CAUSES.get(k, 'an offset rule mismatch')})"
-        )
-    if d.kind is FindingKind.EMBEDDING_INSERTED and d.displaced is not None:
-        return (
-            f"the embedding (-1) was inserted at segment {p}: the segments after it moved "
-            f"one position right and {_name(d.displaced, num_layers)} was dropped (the "
-            f"embedding counted as a layer, EAGLE#239)"
-        )
-    if d.kind is FindingKind.EMBEDDING_INSERTED:
-        return f"segment {p} holds the embedding (-1), which {want_name} does not"
-    if d.kind is FindingKind.POST_NORM_FED:
-        return (
-            f"segment {p} is the final-norm (post-norm) state, not a layer output: "
-            f"hidden_states[-1] used as the last layer (TorchSpec#87); capture the "
-            f"last layer's output with a forward hook instead"
-        )
-    if d.kind is FindingKind.LAYER_MISSING:
-        return f"{want_name} layer(s) {list(d.layers)} appear in no {got_name} segment"
-    if d.kind is FindingKind.EXTRA_LAYER:
-        return f"{got_name} holds layer(s) {list(d.layers)} that {want_name} does not"
-    w_text = (
-        "nothing"
-        if p >= len(want)
-        else "an unidentified state"
-        if d.expected is None
-        else _name(d.expected, num_layers)
-    )
-    g_text = labels[p] if p < len(got) else "nothing"
-    return f"segment {p}: {want_name} {w_text}, {got_name} {g_text}"  # SEGMENT
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -512,6 +450,7 @@ def diagnose_dump(
         got_name="dump",
         got_labels=[s.label for s in segments],
         post_norm=_post_norm(segments),
+        hidden_size=target.hidden_size,
     )
     cause: str | None = None
     fix: str | None = None

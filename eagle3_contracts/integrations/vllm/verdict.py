@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from eagle3_contracts.capture.identify import SegmentIdentification, identify_segments
+from eagle3_contracts.capture.identify import NearMiss, SegmentIdentification, identify_segments
 from eagle3_contracts.capture.threads import fair_torch_threads
+from eagle3_contracts.differences import FindingKind, classify
 from eagle3_contracts.errors import ContractError, ContractViolation
+from eagle3_contracts.finding_words import say
 from eagle3_contracts.layer_ids import EMBEDDING, describe
 
 
@@ -130,6 +132,29 @@ def _label(match_id: int | None, label: str, num_layers: int) -> str:
     return describe(match_id, num_layers) if match_id is not None else label
 
 
+def _differences(
+    expected: tuple[int, ...], found: SegmentIdentification, *, crashes: bool
+) -> list[str]:
+    """How the fed segments differ from the trained ids, in check's words (``WORDING``): the
+    per-segment detail only where no other finding explains it, as check words a row; the
+    width only when the crash line (``crashes``) does not already say it."""
+    n = found.num_layers
+    post_norm = [s.position for s in found.segments if s.near_miss is NearMiss.FINAL_NORM]
+    diffs = classify(expected, found.layer_ids, post_norm=post_norm)
+    main = [
+        d
+        for d in diffs
+        if d.kind is not FindingKind.SEGMENT
+        and not (crashes and d.kind is FindingKind.WIDTH_DIFFERS)
+    ]
+    shown = main or [d for d in diffs if d.kind is FindingKind.SEGMENT]
+    labels = [_label(s.layer_id, s.label, n) for s in found.segments]
+    return [
+        say(d, expected, found.layer_ids, n, got_labels=labels, hidden_size=found.hidden_size)
+        for d in shown
+    ]
+
+
 def vllm_fix(expected: Sequence[int], num_layers: int) -> str:
     """The vLLM setting that feeds ``expected`` (vLLM reads boundaries, concatenates ascending)."""
     if list(expected) != sorted(set(expected)):
@@ -181,23 +206,8 @@ def judge(
             f"drafter with `eagle3-contracts stamp DRAFT --trained-with X --target T`",
         )
     expected = tuple(expected)
-    problems = []
-    if width_problem:
-        problems.append(width_problem)
-    for i, want in enumerate(expected):
-        got = found.segments[i] if i < len(found.segments) else None
-        if got is None:
-            problems.append(f"segment {i} ({describe(want, n)}) is missing")
-        elif got.layer_id != want:
-            problems.append(
-                f"segment {i} is {_label(got.layer_id, got.label, n)}, trained on "
-                f"{describe(want, n)}"
-            )
-    for extra_seg in found.segments[len(expected) :]:
-        problems.append(
-            f"segment {extra_seg.position} ({_label(extra_seg.layer_id, extra_seg.label, n)}) "
-            f"was not trained on"
-        )
+    problems = [width_problem] if width_problem else []
+    problems += _differences(expected, found, crashes=bool(width_problem))
     if not problems:
         return GuardVerdict(
             "ok",

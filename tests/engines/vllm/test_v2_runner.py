@@ -79,7 +79,7 @@ def test_v2_guard_warn_reports_a_mismatch_and_serving_continues(
     lines = harness.plugin_lines(out)
     mismatch = [x for x in lines if f"guard [{WHERE}]: MISMATCH: the drafter's fc receives" in x]
     assert len(mismatch) == 1, lines
-    assert "segment 0 is layer 1, trained on layer 2" in mismatch[0]
+    assert "not fed: layer 2, layer 4; fed but not trained on: layer 1, layer 3" in mismatch[0]
     assert "eagle_aux_hidden_state_layer_ids = [3, 5, 6]" in mismatch[0]
 
 

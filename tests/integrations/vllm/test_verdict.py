@@ -62,8 +62,31 @@ def test_mismatch_line_names_the_segment_and_the_fix() -> None:
     found = identify_recorded(_fed(rec, [-1, 2, 4]), rec, H)
     v = judge(found, expected=(1, 3, 5), claim="stamp", fc_states=3, where="w")
     assert v.status == "mismatch"
-    assert "segment 0 is embedding (-1), trained on layer 1" in v.line
+    assert (
+        "(stamp): the embedding (canonical -1) is fed; the drafter was not trained on it; "
+        "not fed: layer 1, layer 3, layer 5 (last, pre-norm); fed but not trained on: layer 2, "
+        "layer 4; fix:"
+    ) in v.line
     assert "eagle_aux_hidden_state_layer_ids = [2, 4, 6]" in v.line
+
+
+@pytest.mark.parametrize(
+    ("fed", "sentence"),
+    [
+        ([0, 2, 4], "shifted by -1: every state is 1 layer early ([0, 2, 4] instead of [1, 3, 5])"),
+        (
+            [3, 1, 5],
+            "same layers, different concatenation order: trained [1, 3, 5], served [3, 1, 5]",
+        ),
+        ([1, 3, 4], "not fed: layer 5 (last, pre-norm); fed but not trained on: layer 4"),
+    ],
+)
+def test_the_guard_says_a_difference_in_checks_words(fed: list[int], sentence: str) -> None:
+    rec = _recorded()
+    found = identify_recorded(_fed(rec, fed), rec, H)
+    v = judge(found, expected=(1, 3, 5), claim="stamp", fc_states=3, where="w")
+    assert v.status == "mismatch"
+    assert f"(stamp): {sentence}; fix:" in v.line
 
 
 def test_width_mismatch_is_a_predicted_crash() -> None:
