@@ -10,7 +10,7 @@ Modes, interleaved within each repetition so machine noise hits all alike:
   (1, L//2-1, L-4) (stops after layer L-4) and for ids reaching the last layer (2, L//2, L-1);
 * ``all states``: ``model(input_ids, output_hidden_states=True)`` — keeping all L+1 states.
 
-Targets (issue 3): capture time within 5% of ``plain``; peak extra memory over ``plain`` close
+Targets: capture time within 5% of ``plain``; peak extra memory over ``plain`` close
 to k/(L+1) of the ``all states`` extra. Memory is the process RSS sampled every 0.2 ms during
 the call (glibc is told to serve every allocation >= 64 KiB by mmap, so freed tensors leave
 RSS at once); the state bytes each mode must retain are printed too.

@@ -1,4 +1,4 @@
-"""Mutation testing of the torch-free core with mutmut (issue 16).
+"""Mutation testing of the torch-free core with mutmut.
 
     python mutation/run.py                 # every mutant of the modules in mutation/config.toml
     python mutation/run.py --sample        # the seeded CI sample (sample_size mutants)
@@ -312,6 +312,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run a seeded sample of N mutants (default: sample_size from the config)",
     )
     ap.add_argument("--seed", type=int)
+    ap.add_argument(
+        "--function",
+        action="append",
+        help="only the mutants of this function (repeatable; as the report names them: "
+        "parse_system, CapturePlan.kind): a rerun of the functions a change touched",
+    )
     ap.add_argument("--extended", action="store_true", help="also mutate extended_modules")
     ap.add_argument(
         "--survivors",
@@ -368,6 +374,17 @@ def main(argv: list[str] | None = None) -> int:
             seed = cfg["seed"] if args.seed is None else args.seed
             names = sorted(random.Random(seed).sample(sorted(pool), min(n, len(pool))))
             print(f"sample: {len(names)} of {len(pool)} mutants (seed {seed})")
+        elif args.function:
+            generate(work)
+            wanted_functions = set(args.function)
+            pool = collect(work, modules)
+            names = [m.name for m in pool if m.function in wanted_functions]
+            missing = wanted_functions - {m.function for m in pool}
+            if missing:
+                print(f"note: no mutants of {', '.join(sorted(missing))} in these modules")
+            print(f"functions: {len(names)} mutants of {len(wanted_functions)} functions")
+            if not names:
+                raise SystemExit("no mutants of those functions: check the names (--show)")
         elif args.survivors:
             names = [m.name for m in collect(work, modules) if m.status not in DETECTED]
             print(f"rerunning {len(names)} survivors")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Record the GPU goldens on a bare CUDA runner with no network (issue 14).
+# Record the GPU goldens on a bare CUDA runner with no network.
 #
 #   bash gpu-goldens.sh OUT_DIR          # beside wheels/ and src/ made by gpu-goldens-pack.sh
 #   bash gpu-goldens.sh --cpu-dry-run OUT_DIR   # the same steps on a CPU host: installs, then

@@ -17,7 +17,7 @@ MakeDump = Callable[..., Path]
 @pytest.fixture(scope="module")
 def tiny_llama() -> tuple[torch.nn.Module, torch.Tensor]:
     """A 6-layer, 32-wide random-init llama (seed 7) and one sequence of 6 seeded tokens."""
-    from eagle3_contracts.capture.inputs import seeded_input_ids
+    from eagle3_contracts.capture.hooks import seeded_input_ids
     from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
 
     model = build_tiny_hf(tiny_hf_config("llama", num_layers=6, hidden_size=32), seed=7)

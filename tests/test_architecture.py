@@ -24,8 +24,6 @@ BASE = frozenset(
         "layer_ids.py",
         "contract.py",
         "differences.py",
-        "finding_words.py",
-        "_text.py",
         "_io.py",
         "_json_edit.py",
     }
@@ -33,7 +31,6 @@ BASE = frozenset(
 EVERYTHING = frozenset(
     {
         *BASE,
-        "_hub.py",
         "conventions",
         "config",
         "stamp.py",
@@ -52,17 +49,14 @@ EVERYTHING = frozenset(
 ALLOWED: dict[str, frozenset[str]] = {
     # room: the rooms it may import (besides itself and the package root's lazy re-exports)
     "errors.py": frozenset(),
-    "_text.py": frozenset(),
-    "_io.py": frozenset({"errors.py"}),  # bounded reading of user-named files (issue 12)
+    "_io.py": frozenset({"errors.py"}),  # bounded reading of user-named files
     "_json_edit.py": frozenset({"errors.py"}),  # minimal textual edits of a user's JSON file
-    "_hub.py": frozenset({"errors.py", "_io.py"}),  # Hub ids as local paths, HF cache first
     "layer_ids.py": frozenset({"errors.py"}),
     "contract.py": frozenset({"errors.py", "layer_ids.py"}),
     "differences.py": frozenset({"errors.py", "layer_ids.py"}),
-    "finding_words.py": frozenset({"errors.py", "layer_ids.py", "differences.py"}),
     "conventions": BASE,
     "stamp.py": BASE | {"conventions"},
-    "config": BASE | {"conventions", "stamp.py", "parallel.partition", "_hub.py"},
+    "config": BASE | {"conventions", "stamp.py", "parallel.partition"},
     "probe": BASE | {"conventions"},
     "capture": BASE | {"conventions", "config"},
     "dumps": BASE | {"conventions", "config", "stamp.py", "capture"},
@@ -90,12 +84,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 TORCH_FREE = (
-    "_hub",
     "errors",
     "layer_ids",
     "contract",
     "differences",
-    "finding_words",
     "conventions",
     "config",
     "probe",

@@ -56,7 +56,7 @@ def test_ids_that_are_no_list_are_refused_naming_them(ids: object) -> None:
     ],
 )
 def test_unordered_or_one_shot_ids_are_refused(ids: object, why: str) -> None:
-    """issue 12: a set has no order, which is the very thing a contract fixes."""
+    """A set has no order, which is the very thing a contract fixes."""
     err = refusal(CaptureContract, ids, 61, 8)
     assert err.field == "layer_ids" and why in str(err)
 

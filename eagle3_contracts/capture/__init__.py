@@ -1,7 +1,7 @@
-"""Capture on real torch models: hook capture of the k aux states (``hooks``), which layer
-each captured segment really is (``identify``), proof that a capture function honours a
-contract (``verify``), loading targets (``targets``) and what a capture takes: the model's
-own facts and its checked inputs (``inputs``).
+"""Capture on real torch models: what a capture takes (the model's own facts, its checked
+inputs) and hook capture of the k aux states (``hooks``), which layer each captured segment
+really is (``identify``), proof that a capture function honours a contract (``verify``) and
+loading targets (``targets``).
 """
 
 from __future__ import annotations

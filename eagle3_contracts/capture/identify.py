@@ -27,19 +27,17 @@ import torch
 from torch import Tensor, nn
 
 from eagle3_contracts.capture.hooks import (
-    decoder_layers,
-    final_norm,
-    forward_until,
-    layer_hooks,
-)
-from eagle3_contracts.capture.inputs import (
     check_captured,
     check_input_ids,
     check_model,
+    decoder_layers,
+    final_norm,
+    forward_until,
     input_embeddings,
     known_vocab_size,
+    layer_hooks,
 )
-from eagle3_contracts.capture.inputs import hidden_size as model_hidden_size
+from eagle3_contracts.capture.hooks import hidden_size as model_hidden_size
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, describe
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagle3_contracts._io import read_json_file, regular_file
+from eagle3_contracts._io import regular_file
+from eagle3_contracts.config.readers import TargetConfig, load_config_json, read_target_config
 from eagle3_contracts.errors import ConfigError, one_line
 
 if TYPE_CHECKING:
@@ -66,8 +67,7 @@ def target_from_model(
     layers_path: str | None = None,
 ) -> Target:
     """Wrap an in-process model (HF or synthetic) as a ``Target``."""
-    from eagle3_contracts.capture.hooks import decoder_layers
-    from eagle3_contracts.capture.inputs import text_config
+    from eagle3_contracts.capture.hooks import decoder_layers, text_config
 
     layers = decoder_layers(model, layers_path)
     config: Any = getattr(model, "config", None)
@@ -162,32 +162,22 @@ def load_target(
                 f"same random model)",
                 source=source,
             )
-        _check_sizes(config_path)
+        _check_sizes(read_target_config(config_path))
         size = sum(regular_file(w, what="weights file").st_size for w in weights)
         _check_budget(size, budget, "its *.safetensors weights", source)
         return _from_pretrained(path, dtype)
-    data = _read_config(path)
-    config = _hf_config(data, source)  # names a missing or unknown model_type first
-    params = _check_sizes(path)
+    data, source = load_config_json(path, "target config")
+    config = _hf_config(dict(data), source)  # names a missing or unknown model_type first
+    params = _check_sizes(read_target_config(data, source=source))  # sizes as check reads them
     _check_budget(params * 4, budget, f"~{params:.3g} float32 parameters", source)
     return _from_config(path, config, seed=seed, dtype=dtype)
 
 
-def _read_config(path: Path) -> dict[str, Any]:
-    data = read_json_file(path, what="target config")
-    if not isinstance(data, dict):
-        raise ConfigError("config must be a JSON object", source=str(path))
-    return data
-
-
-def _check_sizes(config_path: Path) -> int:
+def _check_sizes(facts: TargetConfig) -> int:
     """Check the sizes a model is built from, read by ``config.readers`` exactly as ``check``
     reads them (top level, else ``text_config`` / ``thinker_config.text_config`` /
     ``llm_config``, with transformers' class defaults); return a lower bound of its parameter
     count."""
-    from eagle3_contracts.config.readers import read_target_config
-
-    facts = read_target_config(config_path)
     source, prefix = facts.source, facts.section
     sizes: Any = facts.raw
     for part in prefix.split(".")[:-1]:

@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from eagle3_contracts.capture.hooks import decoder_layers
+from eagle3_contracts.capture.hooks import (
+    check_capture_fn,
+    check_input_ids,
+    check_model,
+    decoder_layers,
+    hidden_size,
+    known_vocab_size,
+    seeded_input_ids,
+    vocab_size,
+)
 from eagle3_contracts.capture.identify import (
     NearMiss,
     SegmentIdentification,
@@ -24,15 +33,6 @@ from eagle3_contracts.capture.identify import (
     choose_rtol,
     identify_segments,
     rel_error,
-)
-from eagle3_contracts.capture.inputs import (
-    check_capture_fn,
-    check_input_ids,
-    check_model,
-    hidden_size,
-    known_vocab_size,
-    seeded_input_ids,
-    vocab_size,
 )
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.differences import Difference, FindingKind, classify

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.check import check_drafter
 
     if args.list:
-        from eagle3_contracts.conventions.names import ALIASES, TRAINER_DEFAULTS
+        from eagle3_contracts.conventions import ALIASES, TRAINER_DEFAULTS
         from eagle3_contracts.conventions.releases import known_releases
 
         for name in conventions.REGISTRY:
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("DRAFT is required (or --example NAME; --list shows the examples)")
     claim = None  # the drafter's stamp first, then --trained-with, then the env var
     if not args.example:
-        from eagle3_contracts._hub import resolve_model
+        from eagle3_contracts.config.readers import resolve_model
         from eagle3_contracts.errors import ConfigError
         from eagle3_contracts.stamp import claim_trained_with
 

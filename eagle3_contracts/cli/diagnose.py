@@ -106,7 +106,7 @@ def _seed(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli import UsageError, parse_ids
     from eagle3_contracts.cli._output import progress, start_torch_work
-    from eagle3_contracts.conventions.names import parse_convention
+    from eagle3_contracts.conventions import parse_convention
 
     if len(args.dump) > 2:
         raise UsageError(f"give one --dump, or two (training, serving); got {len(args.dump)}")
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             raise ContractError(f"--contract {args.contract}: {exc}", field=exc.field) from None
     notes: list[str] = []
     contract_source = f"contract {args.contract}"
-    from eagle3_contracts._hub import resolve_model
+    from eagle3_contracts.config.readers import resolve_model
 
     target_path, how = resolve_model(args.target, what="target")
     notes += [how] if how else []
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     start_torch_work(step)
     from eagle3_contracts.capture.targets import load_target
     from eagle3_contracts.dumps.diagnose import diagnose
-    from eagle3_contracts.dumps.foreign import ForeignClaim, read_any_dump
+    from eagle3_contracts.dumps.format import ForeignClaim, read_any_dump
 
     own = (  # another tool's file records no ids: the claim given here is what it holds
         ForeignClaim(ids, args.convention)

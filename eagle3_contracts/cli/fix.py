@@ -50,10 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eagle3_contracts._hub import parse_hub_id, resolve_model
     from eagle3_contracts.cli import UsageError
     from eagle3_contracts.config.check import check_drafter
     from eagle3_contracts.config.fix import fix_drafter, write_fix
+    from eagle3_contracts.config.readers import parse_hub_id, resolve_model
     from eagle3_contracts.stamp import ENV_TRAINED_WITH, claim_source
 
     serve_with = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]

@@ -109,11 +109,11 @@ def draft_dir(draft: str | None) -> str | None:
         return None
     if os.path.isdir(draft):
         return draft
-    from eagle3_contracts import _hub
+    from eagle3_contracts.config import readers as hub
 
-    if _hub.parse_hub_id(draft) is None:
+    if hub.parse_hub_id(draft) is None:
         return None
-    folder, _ = _hub.resolve_model(draft, what="draft")
+    folder, _ = hub.resolve_model(draft, what="draft")
     return folder
 
 

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli import UsageError, parse_ids
-    from eagle3_contracts.conventions.names import parse_convention
+    from eagle3_contracts.conventions import parse_convention
     from eagle3_contracts.parallel.report import stages_report
 
     if args.num_layers is None and args.target is None:

@@ -51,10 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import eagle3_contracts
-    from eagle3_contracts._hub import parse_hub_id, resolve_model
     from eagle3_contracts.cli import UsageError
     from eagle3_contracts.config.plan import resolve
-    from eagle3_contracts.config.readers import read_draft_config, read_target_config
+    from eagle3_contracts.config.readers import (
+        parse_hub_id,
+        read_draft_config,
+        read_target_config,
+        resolve_model,
+    )
     from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, read_stamp, write_stamp
 
@@ -75,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.trained_with or not args.target:
         raise UsageError("stamp needs --trained-with SYSTEM and --target CONFIG (or --show)")
-    from eagle3_contracts.conventions.names import parse_system
+    from eagle3_contracts.conventions import parse_system
 
     parse_system(args.trained_with, field="trained_with")  # before any file is read
     from pathlib import Path

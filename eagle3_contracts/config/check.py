@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from eagle3_contracts import conventions
-from eagle3_contracts._text import text_table
 from eagle3_contracts.config.drafter import (
     ERROR,
     DrafterCheck,
@@ -28,10 +27,14 @@ from eagle3_contracts.config.readers import (
     TargetConfig,
     read_draft_config,
     read_target_config,
+    resolve_model,
+    resolve_weights,
 )
-from eagle3_contracts.conventions.names import EngineSpec, SystemName, TrainerSpec, parse_system
+from eagle3_contracts.conventions import EngineSpec, SystemName, TrainerSpec, parse_system
+from eagle3_contracts.conventions.predict import fixed_feed
+from eagle3_contracts.differences import label as finding_label
+from eagle3_contracts.differences import text_table
 from eagle3_contracts.errors import ConfigError, ContractError
-from eagle3_contracts.finding_words import label as finding_label
 from eagle3_contracts.layer_ids import check_num_layers
 
 SCHEMA_VERSION = 2
@@ -360,7 +363,7 @@ def check_drafter(
     """Resolve, compare and check one drafter; see the module docstring.
 
     ``draft``, ``target`` and ``weights`` may be Hub ids (``org/name[@revision]``, resolved
-    by ``eagle3_contracts._hub``: the HF cache first). A drafter directory holding
+    by ``eagle3_contracts.config.readers``: the HF cache first). A drafter directory holding
     ``*.safetensors`` is read whole: its weights are checked without ``weights``.
     ``served_configs``: other draft configs served in place of ``draft`` (the trained one);
     each is checked against the training of ``draft``. ``pp_size``/``pp_partition``: the
@@ -472,16 +475,14 @@ def _resolve_sources(
 ]:
     """Hub ids as local paths (or fetched headers), each resolution noted; a drafter directory
     with ``*.safetensors`` files gives the weights when ``weights`` is not given."""
-    from eagle3_contracts import _hub
-
     if isinstance(draft, str):
-        draft, how = _hub.resolve_model(draft, what="draft")
+        draft, how = resolve_model(draft, what="draft")
         notes += [how] if how else []
     if isinstance(target, str):
-        target, how = _hub.resolve_model(target, what="target")
+        target, how = resolve_model(target, what="target")
         notes += [how] if how else []
     if isinstance(weights, str):
-        found, how = _hub.resolve_weights(weights)
+        found, how = resolve_weights(weights)
         notes += [how] if how else []
         weights = (
             found
@@ -575,13 +576,12 @@ def _stamp_plan(
         )
     return CapturePlan(
         system=f"stamp ({stamp.trained_with or 'unnamed trainer'})",
-        layer_ids=trained.layer_ids,
         num_layers=trained.num_layers,
         hidden_size=trained.hidden_size,
         order=trained.order,
-        native_ids=stamp.native_ids,
-        ids_source="stamp",
-        notes=(note,),
+        feed=fixed_feed(
+            trained.layer_ids, native_ids=stamp.native_ids, ids_source="stamp", notes=(note,)
+        ),
     )
 
 
@@ -595,7 +595,7 @@ def check_system_name(name: str, *, serving: bool) -> None:
 
 def _check_name(name: str, field: str) -> SystemName:
     """The typed meaning of a system or trainer name; one typed error naming the option for a
-    name no one answers, before anything is read (``names.parse_system``)."""
+    name no one answers, before anything is read (``conventions.parse_system``)."""
     return parse_system(name, field=field)
 
 
@@ -648,7 +648,7 @@ def _partitions(
     for name in systems:
         spec = parse_system(name, field="serve_with")
         if isinstance(spec, EngineSpec):
-            rule = spec.framework  # the engine's own split rule
+            rule: str = spec.framework.value  # the engine's own split rule
         else:
             rule = conventions.get(
                 name, model_type=target.model_type, architectures=target.architectures

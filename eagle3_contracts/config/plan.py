@@ -31,16 +31,19 @@ from eagle3_contracts.conventions import (
     Convention,
     Dedup,
     DefaultRule,
+    EngineSpec,
+    Framework,
     PipelineParallel,
+    TrainerSpec,
     Validation,
+    needs_target,
+    parse_system,
     predict,
     releases,
 )
-from eagle3_contracts.conventions.names import EngineSpec, TrainerSpec, needs_target, parse_system
-from eagle3_contracts.conventions.predict import Feed
-from eagle3_contracts.differences import Difference, FindingKind, classify
+from eagle3_contracts.conventions.predict import Feed, Kind, fixed_feed
+from eagle3_contracts.differences import WORDING, Difference, FindingKind, classify, say, width_text
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.finding_words import WORDING, say, width_text
 from eagle3_contracts.layer_ids import describe
 
 if TYPE_CHECKING:
@@ -56,57 +59,91 @@ class CapturePlan:
 
     # -- who and what ---------------------------------------------------------------------
     system: str  # convention name
-    layer_ids: tuple[int, ...]  # canonical ids fed, in concatenation order
     num_layers: int
     hidden_size: int
     order: Order  # how the system concatenates ("ascending" or "as_listed")
-    # -- how it got there -------------------------------------------------------------------
-    native_ids: tuple[int, ...] | None  # explicit ids the system read (None: default applied)
-    ids_source: str  # JSON path read, "default" or "hard-coded"
-    notes: tuple[str, ...] = ()
+    # the system's answer: what it reads and feeds, why, and from which code. A release's
+    # (``conventions.predict``), or a fixed reading's own (``release`` "")
+    feed: Feed
+    # -- what this deployment does to the answer ---------------------------------------------
     non_canonical: tuple[str, ...] = ()  # states fed that no canonical id names (post-norm)
     refused: str | None = None  # the system refuses this config at load (why)
     pp_dropped: tuple[int, ...] = ()  # canonical ids lost to pipeline parallelism
+    pp_unread: bool = False  # ids on earlier stages whose fate no code read: the plan is unknown
+    pp_notes: tuple[str, ...] = ()  # what the pipeline partition did, in words
     convention: Convention | None = field(default=None, repr=False, compare=False)
-    # -- the verdict on what is fed (engines, trainer releases and fixed readings) -----------
-    kind: str = "segments"  # "segments", "crash", "unsupported" or "unknown"
-    crash: str | None = None  # crash class ("fc-width-mismatch", "embedding-residual-none", ...)
-    source: str = ""  # file:line of the code the answer comes from
-    assumptions: tuple[str, ...] = ()  # what the answer assumed (unversioned name, runner)
-    # -- the release's answer (``conventions.predict``); None for a fixed reading ------------
-    feed: Feed | None = field(default=None, repr=False)
     inputs: tuple[DraftConfig, TargetConfig] | None = field(default=None, repr=False, compare=False)
 
-    # -- read through the release's feed (None or the default for a fixed reading) -----------
+    # -- read through the answer ---------------------------------------------------------------
+    @property
+    def layer_ids(self) -> tuple[int, ...]:
+        """Canonical ids fed, in concatenation order (those pipeline parallelism drops left out)."""
+        return tuple(i for i in self.feed.canonical if i not in self.pp_dropped)
+
+    @property
+    def native_ids(self) -> tuple[int, ...] | None:
+        """Explicit ids the system read (None: its default applied)."""
+        return self.feed.native_ids
+
+    @property
+    def ids_source(self) -> str:
+        """The JSON path read, ``default``, ``hard-coded`` or ``stamp``."""
+        return self.feed.ids_source or "default"
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return (*self.feed.notes, *self.pp_notes)
+
+    @property
+    def kind(self) -> str:
+        """``segments``, ``crash``, ``unsupported`` or ``unknown`` (a feed of segments whose
+        pipeline fate no code read is unknown; a crash stays one)."""
+        return "unknown" if self.pp_unread and self.feed.kind == "segments" else self.feed.kind
+
+    @property
+    def crash(self) -> str | None:
+        """Crash class (``fc-width-mismatch``, ``embedding-residual-none``, ...)."""
+        return self.feed.crash if self.kind == self.feed.kind else None
+
+    @property
+    def source(self) -> str:
+        """file:line of the code the answer comes from."""
+        return self.feed.source
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """What the answer assumed (unversioned name, runner)."""
+        return self.feed.assumptions
+
     @property
     def release(self) -> str | None:
-        """``sglang==0.5.23``: the release answered for."""
-        return self.feed.release if self.feed else None
+        """``sglang==0.5.23``: the release answered for (None: a fixed reading)."""
+        return self.feed.release or None
 
     @property
     def runner(self) -> str | None:
         """vLLM model runner ``v1`` / ``v2``."""
-        return self.feed.runner if self.feed else None
+        return self.feed.runner
 
     @property
     def model_file(self) -> str | None:
         """The target's model file in that release (None when not found)."""
-        return (self.feed.model_file or None) if self.feed else None
+        return self.feed.model_file or None
 
     @property
     def width_states(self) -> int | None:
         """States the release builds the drafter's fc for."""
-        return self.feed.width_states if self.feed else None
+        return self.feed.width_states
 
     @property
     def state(self) -> str:
         """What each segment holds."""
-        return self.feed.state if self.feed else "residual stream"
+        return self.feed.state
 
     @property
     def read_path(self) -> str | None:
         """Where that release reads ids (where a fix writes them)."""
-        return self.feed.read_path if self.feed else None
+        return self.feed.read_path
 
     @property
     def width(self) -> int:
@@ -210,7 +247,8 @@ def resolve(
 
     native, source = _read_ids(draft, conv, n, notes)
     cited = "; ".join(conv.sources) if conv.release else ""
-    kind, crash = "segments", None
+    kind: Kind = "segments"
+    crash: str | None = None
     unwritten = _unwritten(conv, native, n)
     if unwritten:  # the whole feed is unreliable: no layers are claimed
         notes.append(unwritten)
@@ -239,25 +277,30 @@ def resolve(
                 notes.append(f"{conv.system} refuses this config at load: {refused}")
             non_canonical = ()
 
-    pp = _Pipeline(conv.pipeline_parallel, conv.captures_before_layer, conv.system)
-    ids, pp_dropped, unread = _pipeline(pp, ids, n, partition, notes)
-    return CapturePlan(
-        system=conv.name,
-        layer_ids=ids,
-        num_layers=n,
-        hidden_size=target.hidden_size,
-        order=conv.concat_order,
-        native_ids=native,
-        ids_source=source,
-        notes=tuple(notes),
-        non_canonical=non_canonical,
-        refused=refused,
-        pp_dropped=pp_dropped,
-        convention=conv,
-        kind="unknown" if unread and kind == "segments" else kind,
+    feed = fixed_feed(
+        ids,
+        kind=kind,
         crash=crash,
         source=cited,
         assumptions=conv.assumptions,
+        native_ids=native,
+        ids_source=source,
+        notes=tuple(notes),
+    )
+    pp = _Pipeline(conv.pipeline_parallel, conv.captures_before_layer, conv.system)
+    pp_dropped, unread, pp_notes = _pipeline(pp, ids, n, partition)
+    return CapturePlan(
+        system=conv.name,
+        num_layers=n,
+        hidden_size=target.hidden_size,
+        order=conv.concat_order,
+        feed=feed,
+        non_canonical=non_canonical,
+        refused=refused,
+        pp_dropped=pp_dropped,
+        pp_unread=unread,
+        pp_notes=pp_notes,
+        convention=conv,
     )
 
 
@@ -286,29 +329,20 @@ def _release_plan(
     partition: LayerPartition | None,
 ) -> CapturePlan:
     feed = predict.predict_system(system, dict(draft.raw), target)
-    notes = list(feed.notes)
-    ids = feed.canonical
     # an unsupported or unknown row collects nothing: the partition is still checked
     pp = _release_pipeline(feed)
-    ids, pp_dropped, unread = _pipeline(pp, ids, target.num_layers, partition, notes)
-    kind = "unknown" if unread and feed.kind == "segments" else feed.kind  # a crash stays one
+    pp_dropped, unread, pp_notes = _pipeline(pp, feed.canonical, target.num_layers, partition)
     return CapturePlan(
         system=system,
-        layer_ids=ids,
         num_layers=target.num_layers,
         hidden_size=target.hidden_size,
         order="ascending",
-        native_ids=feed.native_ids,
-        ids_source=feed.ids_source or "default",
-        notes=tuple(notes),
-        non_canonical=("final post-norm state",) if feed.final_state else (),
-        refused=notes[-1] if feed.crash == "trainer-refused" else None,
-        pp_dropped=pp_dropped,
-        kind=kind,
-        crash=feed.crash if kind == feed.kind else None,
-        source=feed.source,
-        assumptions=feed.assumptions,
         feed=feed,
+        non_canonical=("final post-norm state",) if feed.final_state else (),
+        refused=feed.notes[-1] if feed.crash == "trainer-refused" else None,
+        pp_dropped=pp_dropped,
+        pp_unread=unread,
+        pp_notes=pp_notes,
         inputs=(draft, target),
     )
 
@@ -481,7 +515,10 @@ def _captures_before_layer(release: str) -> bool:
     """SGLang's loops capture layer N as layer N + 1 starts (``if i in self.layers_to_capture``
     before layer i); vLLM's mixin records boundary idx + 1 after layer idx."""
     spec = parse_system(release, field="release")
-    return isinstance(spec, (EngineSpec, TrainerSpec)) and spec.framework != "vllm"
+    # a trainer captures through its pinned SGLang release (``trainers.trainer_release``)
+    return isinstance(spec, TrainerSpec) or (
+        isinstance(spec, EngineSpec) and spec.framework is not Framework.VLLM
+    )
 
 
 def _pipeline(
@@ -489,40 +526,43 @@ def _pipeline(
     ids: tuple[int, ...],
     n: int,
     partition: LayerPartition | None,
-    notes: list[str],
-) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
-    """The ids that reach the drafter, those dropped, and whether that is unread (an id on an
-    earlier stage whose fate no code read decides: the row is unknown, never ok)."""
+) -> tuple[tuple[int, ...], bool, tuple[str, ...]]:
+    """The ids pipeline parallelism drops, whether the rest depends on unread code (an id on an
+    earlier stage whose fate no code read decides: the row is unknown, never ok), and the note
+    saying so."""
     if partition is None:
-        return ids, (), False
+        return (), False, ()
     if partition.num_layers != n:
         raise ContractError(
             f"the pipeline partition covers {partition.num_layers} layers but the target has {n}",
             field="partition",
         )
     if partition.pp_size == 1:
-        return ids, (), False
-    last = partition.pp_size - 1
-    early = tuple(
-        i for i in ids if partition.capturing_stage(i, before_layer=pp.before_layer) != last
-    )
+        return (), False, ()
+    early = partition.captured_before_last_stage(ids, before_layer=pp.before_layer)
+    if not early:
+        return (), False, ()
+    names = ", ".join(describe(i, n) for i in early)
     if pp.behaviour is PipelineParallel.LAST_STAGE_ONLY:
-        if early:
-            notes.append(
+        return (
+            early,
+            False,
+            (
                 f"pipeline parallel ({partition.describe()}): {pp.system} captures only on the "
-                f"last stage; {', '.join(describe(i, n) for i in early)} "
-                f"are captured on earlier stages and dropped"
-            )
-        return tuple(i for i in ids if i not in early), early, False
-    if pp.behaviour is PipelineParallel.DEPENDS and early:
-        notes.append(
-            f"pipeline parallel ({partition.describe()}): "
-            f"{', '.join(describe(i, n) for i in early)} are captured on earlier stages; no "
-            f"code read says whether {pp.system} carries them to the drafter's stage: unknown, "
-            f"not ok"
+                f"last stage; {names} are captured on earlier stages and dropped",
+            ),
         )
-        return ids, (), True
-    return ids, (), False
+    if pp.behaviour is PipelineParallel.DEPENDS:
+        return (
+            (),
+            True,
+            (
+                f"pipeline parallel ({partition.describe()}): {names} are captured on earlier "
+                f"stages; no code read says whether {pp.system} carries them to the drafter's "
+                "stage: unknown, not ok",
+            ),
+        )
+    return (), False, ()
 
 
 # -- compare ----------------------------------------------------------------------------
@@ -582,7 +622,7 @@ def _fed_findings(trained: CapturePlan, served: CapturePlan) -> list[_Raw]:
                 None,
             )
         )
-    if served.feed is not None and served.feed.ignored_flags:
+    if served.feed.ignored_flags:
         said = [n for n in served.notes if n.startswith(predict.IGNORED_FLAG)]
         raw.append((FindingKind.FLAG_IGNORED, "; ".join(said), (), None))
     new_post = [x for x in served.non_canonical if x not in trained.non_canonical]
@@ -619,7 +659,7 @@ def _finding_fix(
         verdict[0] in (FindingKind.UNKNOWN, FindingKind.UNSUPPORTED) or trained.kind != "segments"
     ):
         return None, f"none: the row is {verdict[0].value}"
-    if served.feed is not None:
+    if served.release is not None:
         fix_ids, fix = _release_fix(trained, served)
     else:
         fix_ids, fix = _fix(trained, served)
@@ -676,7 +716,7 @@ def _release_verdict(
     if served.kind == "unsupported":
         return (FindingKind.UNSUPPORTED, f"unsupported: {served.source}", (), None)
     if served.kind == "unknown":
-        if served.feed is None or served.feed.kind != "unknown":  # unread pipeline behaviour
+        if served.feed.kind != "unknown":  # the answer was read: its pipeline fate was not
             return (
                 FindingKind.UNKNOWN,
                 f"unknown: no code read says whether {served.key} carries states captured on "
@@ -685,14 +725,14 @@ def _release_verdict(
                 None,
             )
         return (FindingKind.UNKNOWN, f"unknown: needs reading at {served.source}", (), None)
-    if served.kind == "crash" and served.feed is None and not trained.refused:
+    if served.kind == "crash" and served.release is None and not trained.refused:
         return (  # a registry entry's crash (TensorRT-LLM's unwritten buffer slots)
             FindingKind.CRASHES,
             f"{served.key} {served.crash}: {_why(served)}",
             (),
             None,
         )
-    if trained.refused or served.refused or trained.kind != "segments" or served.feed is None:
+    if trained.refused or served.refused or trained.kind != "segments" or served.release is None:
         return None
     if served.kind == "crash":
         return (
@@ -719,7 +759,7 @@ def _release_verdict(
 
 
 def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | None, str]:
-    assert served.feed is not None and served.inputs is not None
+    assert served.release is not None and served.inputs is not None
     if trained.kind != "segments" or trained.refused:
         return None, f"no fix: the trained side is {trained.kind} ({trained.key})"
     if isinstance(parse_system(served.system, field="serve_with"), TrainerSpec):

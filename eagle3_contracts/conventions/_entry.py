@@ -135,6 +135,21 @@ class Validation(str, Enum):
     )
 
 
+class Framework(str, Enum):
+    """An engine whose releases are probed (``conventions/data/<engine>-<v>.json``)."""
+
+    SGLANG = "sglang"
+    VLLM = "vllm"
+
+    def __str__(self) -> str:  # f-strings and str() give the name a user types
+        return self.value
+
+    @property
+    def label(self) -> str:
+        """The project's own spelling (``SGLang``, ``vLLM``)."""
+        return {"sglang": "SGLang", "vllm": "vLLM"}[self.value]
+
+
 class PipelineParallel(str, Enum):
     """Pipeline-parallel behaviour: is a layer on an earlier stage still fed to the drafter?"""
 

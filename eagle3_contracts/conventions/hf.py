@@ -13,17 +13,6 @@ from eagle3_contracts.conventions._entry import (
 
 TOP_LEVEL = "eagle_aux_hidden_state_layer_ids"  # the one definition of the field name
 NESTED = f"eagle_config.{TOP_LEVEL}"
-PLUS_ONE = " + 1"
-"""Suffix of a probed precedence entry whose ids the reader adds one to: vLLM model runner V2
-reads ``target_layer_ids`` as layer outputs (``eagle3_utils.py get_eagle3_aux_layers_from_config``
-``[i + 1 for i in target_layer_ids]``), recorded as ``"target_layer_ids + 1"``."""
-
-
-def split_offset(entry: str) -> tuple[str, int]:
-    """``"target_layer_ids + 1"`` -> ``("target_layer_ids", 1)``; a plain path -> offset 0."""
-    return (entry[: -len(PLUS_ONE)], 1) if entry.endswith(PLUS_ONE) else (entry, 0)
-
-
 HF_HIDDEN_STATES = Convention(
     name="hf-hidden-states",
     system="Hugging Face hidden_states indexing",

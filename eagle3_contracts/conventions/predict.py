@@ -31,16 +31,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from eagle3_contracts.conventions import releases
-from eagle3_contracts.conventions.hf import NESTED, split_offset
-from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
-from eagle3_contracts.conventions.names import (
+from eagle3_contracts.conventions import (
     TRAINER_DEFAULTS,
     EngineSpec,
     TrainerSpec,
     engine_spec,
     parse_system,
+    releases,
 )
+from eagle3_contracts.conventions.hf import NESTED
+from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.conventions.releases import (
     ArmsVerdict,
     EntryClass,
@@ -50,6 +50,7 @@ from eagle3_contracts.conventions.releases import (
     ReleaseTable,
     RunnerDefault,
     SelectionRule,
+    split_offset,
 )
 from eagle3_contracts.errors import ContractError
 
@@ -128,7 +129,8 @@ def target_facts(target_config: TargetLike) -> TargetFacts:
 
 @dataclass(frozen=True)
 class Feed:
-    """What one engine release feeds the drafter (see the module docstring)."""
+    """What one system feeds the drafter: an engine or trainer release's answer (see the module
+    docstring), or a fixed reading's (``fixed_feed``: ``release`` "")."""
 
     kind: Kind
     canonical: tuple[int, ...]
@@ -176,6 +178,36 @@ class Feed:
         }
 
 
+def fixed_feed(
+    canonical: tuple[int, ...],
+    *,
+    kind: Kind = "segments",
+    crash: str | None = None,
+    source: str = "",
+    assumptions: tuple[str, ...] = (),
+    native_ids: tuple[int, ...] | None = None,
+    ids_source: str = "",
+    notes: tuple[str, ...] = (),
+) -> Feed:
+    """The answer of a fixed reading (a registry entry, a drafter's stamp): the same for every
+    release, so it names none (``release`` and ``model_file`` ""), and no release builds its
+    fc (``width_states`` None)."""
+    return Feed(
+        kind=kind,
+        canonical=canonical,
+        width_states=None,
+        crash=crash,
+        release="",
+        runner=None,
+        model_file="",
+        source=source,
+        assumptions=assumptions,
+        native_ids=native_ids,
+        ids_source=ids_source,
+        notes=notes,
+    )
+
+
 # -- the prediction ---------------------------------------------------------------------------
 
 
@@ -206,7 +238,7 @@ def predict_feed(
     if version is None:
         version = releases.newest_release(spec.framework)
         assumptions.append(
-            f"unversioned {spec.framework!r} = the newest probed release "
+            f"unversioned '{spec.framework}' = the newest probed release "
             f"{spec.framework}=={version}"
         )
     release = f"{spec.framework}=={version}"

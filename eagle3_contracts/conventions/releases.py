@@ -5,7 +5,7 @@ target picks in a release, and the ``Convention`` that file's probed rule stands
 .json``, ``data/trainers/...``, shipped as package data); the predictor (``conventions.predict``)
 and the registry (``conventions.get("sglang==0.5.23", ...)``) read them only through this
 module. What a name means (``sglang`` = the newest probed release, ``vllm-nested`` =
-``vllm==0.33.0:v1``) is decided once, in ``conventions.names``.
+``vllm==0.33.0:v1``) is decided once, in ``conventions.parse_system``.
 
 A table is read once into frozen dataclasses whose vocabulary is enums:
 
@@ -35,33 +35,22 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from eagle3_contracts.conventions import EngineSpec, parse_system
 from eagle3_contracts.conventions._entry import (
     Convention,
     Dedup,
     DefaultRule,
+    Framework,
     Meaning,
     OffsetRule,
     PipelineParallel,
     Role,
 )
-from eagle3_contracts.conventions.names import EngineSpec, parse_system
 from eagle3_contracts.errors import ContractError
 
 DATA_PACKAGE = "eagle3_contracts.conventions"
 DATA_DIR = "eagle3_contracts/conventions/data"
 """Where the tables live, as an installed wheel has them (cited in sources and messages)."""
-
-
-class Framework(str, Enum):
-    """An engine whose releases are probed."""
-
-    SGLANG = "sglang"
-    VLLM = "vllm"
-
-    @property
-    def label(self) -> str:
-        """The project's own spelling (``SGLang``, ``vLLM``)."""
-        return {"sglang": "SGLang", "vllm": "vLLM"}[self.value]
 
 
 class SelectionRule(str, Enum):
@@ -355,6 +344,17 @@ class EntryClass:
 # -- draft-config readers and the runner ------------------------------------------------------
 
 
+PLUS_ONE = " + 1"
+"""Suffix of a probed precedence entry whose ids the reader adds one to: vLLM model runner V2
+reads ``target_layer_ids`` as layer outputs (``eagle3_utils.py get_eagle3_aux_layers_from_config``
+``[i + 1 for i in target_layer_ids]``), recorded as ``"target_layer_ids + 1"``."""
+
+
+def split_offset(entry: str) -> tuple[str, int]:
+    """``"target_layer_ids + 1"`` -> ``("target_layer_ids", 1)``; a plain path -> offset 0."""
+    return (entry[: -len(PLUS_ONE)], 1) if entry.endswith(PLUS_ONE) else (entry, 0)
+
+
 @dataclass(frozen=True)
 class Reader:
     """A function of the release that reads ids out of the drafter's config."""
@@ -363,7 +363,7 @@ class Reader:
     line: int
     function: str
     # JSON paths, first present wins (a " + 1" suffix: the reader adds one to those ids,
-    # conventions.hf.split_offset); None: not evaluated
+    # split_offset); None: not evaluated
     precedence: tuple[str, ...] | None
     needs_reading: str = ""
 

@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eagle3_contracts.conventions import releases
+from eagle3_contracts.conventions import TrainerSpec, parse_system, releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
-from eagle3_contracts.conventions.names import TrainerSpec, parse_system
 from eagle3_contracts.conventions.predict import (
     Feed,
     TargetLike,

@@ -18,13 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eagle3_contracts._text import text_table
 from eagle3_contracts.contract import CaptureContract
-from eagle3_contracts.conventions.names import CANONICAL, parse_convention
-from eagle3_contracts.differences import Difference, FindingKind, classify
+from eagle3_contracts.conventions import CANONICAL, parse_convention
+from eagle3_contracts.differences import Difference, FindingKind, classify, say, text_table
+from eagle3_contracts.differences import ids_text as _ids
 from eagle3_contracts.errors import ContractError, DumpError
-from eagle3_contracts.finding_words import ids_text as _ids
-from eagle3_contracts.finding_words import say
 from eagle3_contracts.layer_ids import check_layer_id, describe, uniform_shift
 
 if TYPE_CHECKING:

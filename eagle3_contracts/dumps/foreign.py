@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts._io import regular_file
-from eagle3_contracts.dumps.format import FORMAT, Dump, build_dump, read_dump, read_safetensors
+from eagle3_contracts.dumps.format import FORMAT, Dump, ForeignClaim, build_dump, read_safetensors
 from eagle3_contracts.errors import DumpError
 
 if TYPE_CHECKING:
@@ -86,7 +86,6 @@ FORMATS: dict[str, ForeignFormat] = {
     )
 }
 
-PICKLE_SUFFIXES = (".pt", ".ckpt", ".gz")
 """Files opened through ``torch.load(weights_only=True)`` in a limited child."""
 
 LOAD_TIMEOUT_S = 120.0
@@ -94,34 +93,23 @@ LOAD_MEMORY_FACTOR = 3  # the child may map the file's size this many times, plu
 LOAD_HEADROOM = 1 << 30
 
 
-@dataclass(frozen=True)
-class ForeignClaim:
-    """The ids a foreign file was captured with (it records none itself)."""
-
-    ids: tuple[int, ...]
-    convention: str
-
-
-def read_any_dump(
-    path: str | os.PathLike[str], claim: ForeignClaim | None = None, *, record: int = 0
-) -> Dump:
-    """Our dump, or another tool's file mapped onto ``Dump`` (``claim`` required for those:
-    ``DumpError`` naming the format and what to pass when missing). ``record`` picks one
-    record of a TensorRT-LLM list."""
-    path = Path(path)
+def read_pickled(path: Path, claim: ForeignClaim | None, record: int = 0) -> Dump:
+    """A pickle-based file (``PICKLE_SUFFIXES``) loaded with ``weights_only=True`` in a limited
+    child, mapped onto ``Dump`` (``claim`` required); ``record`` picks one record of a
+    TensorRT-LLM list."""
     source = str(path)
-    name = path.name.lower()
-    if name.endswith(PICKLE_SUFFIXES):
-        if not path.exists():
-            raise DumpError("no such file", source=source)
-        regular_file(path, what="dump", error=DumpError)
-        raw = _load_restricted(path, record)
-        return _from_pickled(raw, claim, source, record)
-    if not name.endswith(".safetensors") or not path.is_file():
-        return read_dump(path)  # its refusals: pickle suffixes, directories, missing files
-    tensors, metadata = read_safetensors(path)
-    if metadata.get("format") == FORMAT or not {"hidden_states", "token_ids"} <= set(tensors):
-        return build_dump(tensors, metadata, source)
+    if not path.exists():
+        raise DumpError("no such file", source=source)
+    regular_file(path, what="dump", error=DumpError)
+    raw = _load_restricted(path, record)
+    return _from_pickled(raw, claim, source, record)
+
+
+def speculators_dump(
+    tensors: Mapping[str, torch.Tensor], claim: ForeignClaim | None, source: str
+) -> Dump:
+    """A speculators ``hs_<i>.safetensors`` file's tensors mapped onto ``Dump`` (``claim``
+    required: the file records no ids)."""
     return _speculators(tensors, _need(claim, "speculators", source), source)
 
 
@@ -333,4 +321,11 @@ def claim_from(ids: Sequence[int] | None, convention: str | None) -> ForeignClai
     return ForeignClaim(tuple(int(i) for i in ids), convention)
 
 
-__all__ = ["FORMATS", "ForeignClaim", "ForeignFormat", "claim_from", "read_any_dump"]
+__all__ = [
+    "FORMATS",
+    "ForeignClaim",
+    "ForeignFormat",
+    "claim_from",
+    "read_pickled",
+    "speculators_dump",
+]

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from eagle3_contracts._io import load_json, regular_file
-from eagle3_contracts.conventions.names import parse_convention
+from eagle3_contracts.conventions import parse_convention
 from eagle3_contracts.errors import ContractError, DumpError, one_line
 from eagle3_contracts.layer_ids import MAX_LAYER_IDS
 
 if TYPE_CHECKING:
     import torch
+
 
 FORMAT = "eagle3-contracts.dump/1"
 """Value of the ``format`` metadata key; bumped on incompatible changes."""
@@ -61,6 +62,9 @@ METADATA_KEYS: dict[str, str] = {
 }
 
 FLOAT_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
+PICKLE_SUFFIXES = (".pt", ".ckpt", ".gz")
+"""Other tools' pickle-based dumps (ModelOpt / TensorRT-LLM ``.pt``, SpecForge ``.ckpt``/
+``.ckpt.gz``): ``read_any_dump`` hands them to ``dumps.foreign``'s restricted loader."""
 _REFUSED_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".pickle", ".ckpt", ".npy", ".npz", ".joblib")
 _PER_LAYER_NAME = re.compile(r"^layer[_.]?(\d+)$")
 _MAX_HEADER = 100 * 1024 * 1024  # safetensors' own header limit
@@ -292,6 +296,37 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
         raise DumpError("no such file", source=source)
     tensors, metadata = read_safetensors(path)
     return build_dump(tensors, metadata, source)
+
+
+@dataclass(frozen=True)
+class ForeignClaim:
+    """The ids a foreign file was captured with (it records none itself)."""
+
+    ids: tuple[int, ...]
+    convention: str
+
+
+def read_any_dump(
+    path: str | os.PathLike[str], claim: ForeignClaim | None = None, *, record: int = 0
+) -> Dump:
+    """Our dump, or another tool's file mapped onto ``Dump`` by ``dumps.foreign`` (``claim``
+    required for those: ``DumpError`` naming the format and what to pass when missing).
+    ``record`` picks one record of a TensorRT-LLM list. Our own dumps never go through the
+    foreign readers."""
+    path = Path(path)
+    name = path.name.lower()
+    if name.endswith(PICKLE_SUFFIXES):
+        from eagle3_contracts.dumps.foreign import read_pickled
+
+        return read_pickled(path, claim, record)
+    if not name.endswith(".safetensors") or not path.is_file():
+        return read_dump(path)  # its refusals: pickle suffixes, directories, missing files
+    tensors, metadata = read_safetensors(path)
+    if metadata.get("format") == FORMAT or not {"hidden_states", "token_ids"} <= set(tensors):
+        return build_dump(tensors, metadata, str(path))
+    from eagle3_contracts.dumps.foreign import speculators_dump
+
+    return speculators_dump(tensors, claim, str(path))
 
 
 def read_safetensors(
@@ -582,7 +617,7 @@ def _check_metadata(
 
 
 def _check_convention(convention: str, source: str, what: str) -> None:
-    """A dump's convention is ``canonical`` or a system name (``names.parse_system``)."""
+    """A dump's convention is ``canonical`` or a system name (``conventions.parse_system``)."""
     try:
         parse_convention(convention, field="convention")
     except ContractError as exc:
@@ -802,8 +837,11 @@ def _json(meta: Mapping[str, str], key: str, source: str) -> Any:
 __all__ = [
     "FORMAT",
     "METADATA_KEYS",
+    "PICKLE_SUFFIXES",
     "Dump",
+    "ForeignClaim",
     "build_dump",
+    "read_any_dump",
     "read_dump",
     "read_safetensors",
     "write_dump",

@@ -276,6 +276,17 @@ class LayerPartition:
             return self.stage_of(layer_id + 1)
         return stage
 
+    def captured_before_last_stage(
+        self, layer_ids: Sequence[int], *, before_layer: bool = False
+    ) -> tuple[int, ...]:
+        """The ids captured on a stage before the last, where the drafter runs: lost to an
+        engine that captures only on the last stage, and unknown for one whose pipeline code
+        was not read (``capturing_stage`` for ``before_layer``)."""
+        last = self.pp_size - 1
+        return tuple(
+            i for i in layer_ids if self.capturing_stage(i, before_layer=before_layer) != last
+        )
+
     def local_index(self, layer_id: int) -> int:
         """Index of ``layer_id``'s layer inside its stage (``-1`` stays ``-1``).
 

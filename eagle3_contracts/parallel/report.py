@@ -4,7 +4,9 @@
 the engine's default split, reported as such), converts native ids with a convention, and
 predicts what last-stage-only capture, stage-local indexing and aux states dropped at a stage
 boundary would do (``pipeline_risks``). When the convention says the engine captures only on
-the last stage, ids owned by earlier stages are lost for real: exit code 1.
+the last stage, ids owned by earlier stages are lost for real: exit code 1. When no code read
+says whether the engine carries states captured on earlier stages (``DEPENDS``), those ids are
+unknown, never ok: exit code 1 too.
 """
 
 from __future__ import annotations
@@ -13,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle3_contracts._text import text_table
-from eagle3_contracts.conventions import Convention
-from eagle3_contracts.conventions.names import CANONICAL, parse_convention
+from eagle3_contracts.conventions import CANONICAL, Convention, parse_convention
+from eagle3_contracts.differences import text_table
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, check_num_layers, describe
 from eagle3_contracts.parallel.partition import (
@@ -38,12 +39,15 @@ class StagesReport:
     risks: PipelineRisks
     behaviour: str | None  # the convention's pipeline-parallel behaviour, if any
     lost: tuple[int, ...]  # canonical ids this convention's engine really loses
+    # canonical ids captured on earlier stages by an engine whose pipeline code was not read:
+    # whether they reach the drafter is unknown, never ok (exit 1)
+    unread: tuple[int, ...] = ()
     behaviour_notes: tuple[str, ...] = ()  # the convention's notes on pipeline parallelism
     conv: Convention | None = field(default=None, repr=False, compare=False)  # as resolved
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.lost else 0
+        return 1 if self.lost or self.unread else 0
 
     def rows(self) -> list[dict[str, Any]]:
         p = self.partition
@@ -76,6 +80,7 @@ class StagesReport:
             "pipeline_behaviour": self.behaviour,
             "pipeline_notes": list(self.behaviour_notes),
             "lost": list(self.lost),
+            "unknown": list(self.unread),
             "exit_code": self.exit_code,
         }
 
@@ -136,6 +141,13 @@ class StagesReport:
                 lines.append(
                     f"MISMATCH: {self.convention} never feeds {ids(self.lost)} to the drafter on this "
                     f"partition (exit 1); what you can change: {self._remedies()}"
+                )
+            elif self.unread:
+                lines.append(
+                    f"UNKNOWN: no code read says whether {self.convention} carries "
+                    f"{ids(self.unread)} (captured on earlier stages) to the drafter's stage "
+                    f"(exit 1); what you can change: serve without pipeline parallelism, or a "
+                    f"release whose pipeline behaviour is read"
                 )
             elif r.last_stage_only_lost and self.behaviour == _last_stage_only():
                 # captured entering the next layer, which runs on the last stage
@@ -231,17 +243,19 @@ def stages_report(
     risks = pipeline_risks(layer_ids, partition)
     behaviour: str | None = None
     lost: tuple[int, ...] = ()
+    unread: tuple[int, ...] = ()
     if conv is not None:
         from eagle3_contracts.conventions import PipelineParallel
 
         behaviour = conv.pipeline_parallel.value
+        # where the engine really captures (entering layer N + 1 for SGLang), as config.plan
+        early = partition.captured_before_last_stage(
+            layer_ids, before_layer=conv.captures_before_layer
+        )
         if conv.pipeline_parallel is PipelineParallel.LAST_STAGE_ONLY:
-            # where the engine really captures (entering layer N + 1 for SGLang), as in plan.py
-            last = partition.pp_size - 1
-            before = conv.captures_before_layer
-            lost = tuple(
-                n for n in layer_ids if partition.capturing_stage(n, before_layer=before) != last
-            )
+            lost = early
+        elif conv.pipeline_parallel is PipelineParallel.DEPENDS:
+            unread = early
     return StagesReport(
         partition=partition,
         split_note=split_note,
@@ -251,6 +265,7 @@ def stages_report(
         risks=risks,
         behaviour=behaviour,
         lost=lost,
+        unread=unread,
         behaviour_notes=_pipeline_notes(conv),
         conv=conv,
     )

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from eagle3_contracts.capture.inputs import seeded_input_ids
+from eagle3_contracts.capture.hooks import seeded_input_ids
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.errors import ContractError, ContractViolation
 from eagle3_contracts.layer_ids import EMBEDDING, describe

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from eagle3_contracts.conventions.names import EngineSpec, TrainerSpec, parse_system
+from eagle3_contracts.conventions import EngineSpec, TrainerSpec, parse_system
 from eagle3_contracts.conventions.releases import ReleaseTable, TrainerTable
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import fetch, render

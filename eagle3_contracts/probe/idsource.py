@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from eagle3_contracts.conventions.hf import PLUS_ONE as OFFSET
 from eagle3_contracts.conventions.hf import TOP_LEVEL as KEY
-from eagle3_contracts.conventions.hf import split_offset
+from eagle3_contracts.conventions.releases import PLUS_ONE as OFFSET
+from eagle3_contracts.conventions.releases import split_offset
 from eagle3_contracts.probe.selection import iter_functions
 from eagle3_contracts.probe.stubs import Stub, World, namespace
 from eagle3_contracts.probe.whitelist import (

@@ -138,7 +138,7 @@ def _hub_draft(config: pytest.Config, pattern: str) -> bool:
     """An ``eagle3_configs`` entry naming a Hub id (no file under the rootdir has its name):
     resolved now through the HF cache (then the network unless offline), its ``config.json``
     kept for collection; a miss is a usage error naming the id and what was tried."""
-    from eagle3_contracts._hub import config_file, parse_hub_id
+    from eagle3_contracts.config.readers import config_file, parse_hub_id
     from eagle3_contracts.errors import ConfigError
 
     hub = parse_hub_id(pattern)
@@ -303,7 +303,7 @@ class DrafterServeItem(pytest.Item):
         self.system = system
 
     def _target(self) -> Path | str | None:
-        from eagle3_contracts._hub import parse_hub_id
+        from eagle3_contracts.config.readers import parse_hub_id
 
         configured = str(self.config.getini("eagle3_target")).strip()
         local = self.config.rootpath / configured

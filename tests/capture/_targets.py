@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import torch
 
-from eagle3_contracts.capture.inputs import seeded_input_ids
+from eagle3_contracts.capture.hooks import seeded_input_ids
 from eagle3_contracts.testing.hf_models import HF_ARCHITECTURES, build_tiny_hf, tiny_hf_config
 from eagle3_contracts.testing.synthetic import SyntheticConfig, build_synthetic
 

@@ -1,4 +1,4 @@
-"""Wrong arguments to the capture API are ``ContractError`` naming the argument (issue 12),
+"""Wrong arguments to the capture API are ``ContractError`` naming the argument,
 never an ``AttributeError`` or a raw torch error; encoders are refused with the reason."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_wrong_arguments_are_typed_errors_naming_them(name: str) -> None:
     ("arch", "why"), [("bert", "encoder-only model (bert)"), ("t5", "encoder-decoder model (t5)")]
 )
 def test_encoders_are_refused_with_the_reason(arch: str, why: str) -> None:
-    """issue 12: verify_capture passed on BERT and called a post-norm layer "pre-norm"."""
+    """Once, verify_capture passed on BERT and called a post-norm layer "pre-norm"."""
     transformers = pytest.importorskip("transformers")
     config = transformers.AutoConfig.for_model(
         arch,
@@ -99,7 +99,7 @@ def test_encoders_are_refused_with_the_reason(arch: str, why: str) -> None:
 
 
 def test_batch_invariance_without_padding_does_not_claim_a_padded_batch() -> None:
-    """issue 12: the report said "[ok] ... inside a padded batch" and "checked without padding"."""
+    """Once, the report said "[ok] ... inside a padded batch" and "checked without padding"."""
     report = verify_capture(_capture, MODEL, CONTRACT)
     text = report.render_text()
     assert "without padding" in text and "padded batch" not in text.replace("unpadded", "")

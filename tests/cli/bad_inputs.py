@@ -1,4 +1,4 @@
-"""The bad-input corpus of the CLI (issue 12): hostile files and arguments, and what each must give.
+"""The bad-input corpus of the CLI: hostile files and arguments, and what each must give.
 
 Each ``Case`` is a command line whose ``{name}`` placeholders name files that ``build_world``
 writes (or special files: a FIFO, ``/dev/zero``, ``/dev/urandom``), the exit code it must

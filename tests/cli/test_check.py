@@ -428,7 +428,7 @@ def test_a_partly_unknown_run_answers_every_other_row_and_exits_1(
 def test_a_stamp_is_read_before_trained_with(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """issue 11's stamp records the canonical contract in config.json; check reads it first."""
+    """The stamp records the canonical contract in config.json; check reads it first."""
     from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.stamp import Stamp, write_stamp
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from eagle3_contracts.capture.hooks import capture_hidden_states
-from eagle3_contracts.capture.inputs import seeded_input_ids
+from eagle3_contracts.capture.hooks import capture_hidden_states, seeded_input_ids
 from eagle3_contracts.capture.targets import load_target
 from eagle3_contracts.cli import main
 from eagle3_contracts.dumps.format import write_dump

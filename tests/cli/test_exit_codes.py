@@ -22,7 +22,7 @@ ARGV = ["stages", "--num-layers", "8", "--ids", "1,2", "--pp-size", "2"]
 def test_a_crash_exits_3_with_one_line_asking_for_a_report(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """issue 12: a crash used to exit 1, the code for "mismatch", with a traceback."""
+    """A crash once exited 1, the code for "mismatch", with a traceback."""
     monkeypatch.setattr(stages_cmd, "run", _crash)
     assert main(ARGV) == EXIT_INTERNAL == 3
     err = capsys.readouterr().err
@@ -64,7 +64,7 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_check_help_names_every_embedded_example(capsys: pytest.CaptureFixture[str]) -> None:
-    """issue 12: `check --help` named only kimi-k2.5."""
+    """`check --help` once named only kimi-k2.5."""
     from eagle3_contracts.config import examples
 
     with pytest.raises(SystemExit):

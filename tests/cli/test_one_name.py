@@ -2,7 +2,7 @@
 ``check`` and another in ``diagnose``/``stages``/dumps, or where something unread was called ok.
 
 Only the public API and the CLI are used, so each test runs (and fails) on code that predates
-``conventions.names``.
+``conventions.parse_system``.
 """
 
 from __future__ import annotations

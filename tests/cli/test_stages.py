@@ -191,3 +191,41 @@ def test_sglang_capture_entering_the_next_layer_reaches_the_last_stage(
         )
         == 1
     )
+
+
+@pytest.mark.parametrize("name", ["vllm==0.21.0", "trtllm"])
+def test_unread_pipeline_behaviour_is_unknown_exit_1(capsys, name: str) -> None:
+    """A release whose pipeline code was not read: ids captured on earlier stages are unknown
+    and the command exits 1, as ``check --serve-with NAME --pp-size 4`` does; never ok."""
+    argv = ("--target", KIMI_TARGET, "--ids", "2,30,58", "--pp-size", "4", "--convention", name)
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 1
+    unknown = next(line for line in out.splitlines() if line.startswith("UNKNOWN: "))
+    assert "carries layer" in unknown and "(captured on earlier stages)" in unknown
+    assert "MISMATCH" not in out and "OK:" not in out
+    code, out, _ = run_cli(capsys, *argv, "--json")
+    data = json.loads(out)
+    assert code == 1 and data["exit_code"] == 1 and data["lost"] == []
+    assert data["unknown"] and set(data["unknown"]) < set(r["id"] for r in data["ownership"])
+    checked = main(
+        ["check", "--example", "kimi-k2.5", "--serve-with", name, "--pp-size", "4", "--json"]
+    )
+    report = json.loads(capsys.readouterr()[0])
+    row = next(r for r in report["rows"] if r["system"].startswith(name))
+    assert checked == 1 and row["verdict"] == "unknown", row
+
+
+def test_unread_behaviour_on_one_stage_is_not_unknown(capsys) -> None:
+    """Every id captured on the last stage: nothing depends on unread pipeline code (exit 0)."""
+    code, out, _ = run_cli(
+        capsys,
+        "--target",
+        KIMI_TARGET,
+        "--ids",
+        "10,30,58",
+        "--pp-partition",
+        "1,1,1,58",
+        "--convention",
+        "trtllm",
+    )
+    assert code == 0 and "UNKNOWN" not in out

@@ -1,4 +1,4 @@
-"""Fuzzing the config readers (issue 12): any file bytes, any JSON under the fields they read,
+"""Fuzzing the config readers: any file bytes, any JSON under the fields they read,
 give a config or a ``ConfigError``, never another exception. Fixed budget, derandomized."""
 
 from __future__ import annotations

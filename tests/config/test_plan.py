@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from eagle3_contracts import CapturePlan, ContractError, compare, conventions, resolve
 from eagle3_contracts.config.plan import FindingKind as K
 from eagle3_contracts.config.readers import IDS_FIELD
-from eagle3_contracts.conventions.names import EngineSpec, parse_system
+from eagle3_contracts.conventions import EngineSpec, parse_system
 from eagle3_contracts.parallel.partition import LayerPartition
 
 KIMI = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "kimi_k25"}

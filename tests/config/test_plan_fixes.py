@@ -12,8 +12,7 @@ import pytest
 
 from eagle3_contracts.config import plan
 from eagle3_contracts.config.readers import IDS_FIELD, read_draft_config, read_target_config
-from eagle3_contracts.conventions import predict
-from eagle3_contracts.conventions.names import needs_target, parse_system
+from eagle3_contracts.conventions import needs_target, parse_system, predict
 from eagle3_contracts.conventions.predict import Feed
 
 NESTED = f"eagle_config.{IDS_FIELD}"

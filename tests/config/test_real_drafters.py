@@ -2,7 +2,7 @@
 of every engine row, and every printed fix re-checked as ok.
 
 The expected verdicts are the released code's behaviour read in the wheels (the facts sheet in
-the issue-10 report and the registry sources), keyed by the release each unversioned name stands
+the released model files and the registry sources), keyed by the release each unversioned name stands
 for (sglang==0.5.23, vllm==0.33.0 runner V2) and by pinned releases.
 """
 
@@ -114,7 +114,7 @@ def test_every_printed_fix_rechecks_as_ok(name: str) -> None:
 
 
 def test_before_this_issue_the_checker_was_confidently_wrong() -> None:
-    """The figures of the issue-10 report: the old checker said shifted -1 for the Kimi-K2.5
+    """The figures of the release-truth audit: the old checker said shifted -1 for the Kimi-K2.5
     SpecForge drafter on sglang 0.5.23 and printed the 'fix' [3, 31, 59], which would have
     broken a deployment that is correct today."""
     case = CASES["specforge-kimi-k2.5"]

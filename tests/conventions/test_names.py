@@ -1,4 +1,4 @@
-"""One name, one meaning: ``names.parse_system`` and the entry points that resolve through it.
+"""One name, one meaning: ``conventions.parse_system`` and the entry points that resolve through it.
 
 The property test holds ``check`` (``resolve``, through the release tables), ``diagnose``
 (``resolve_claim``), ``stages`` (``stages_report``) and ``conventions.get`` equal for every name
@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eagle3_contracts import conventions, resolve
-from eagle3_contracts.conventions import releases
-from eagle3_contracts.conventions.names import (
+from eagle3_contracts.conventions import (
     ALIASES,
     CANONICAL,
     ENGINES,
@@ -28,6 +27,7 @@ from eagle3_contracts.conventions.names import (
     needs_target,
     parse_convention,
     parse_system,
+    releases,
 )
 from eagle3_contracts.dumps.diagnose import resolve_claim
 from eagle3_contracts.errors import ContractError

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eagle3_contracts.conventions import predict
-from eagle3_contracts.conventions.names import parse_system
+from eagle3_contracts.conventions import parse_system, predict
 from eagle3_contracts.conventions.predict import Feed, predict_feed, predict_system
 from eagle3_contracts.conventions.releases import known_releases
 from eagle3_contracts.errors import ContractError

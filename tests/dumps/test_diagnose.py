@@ -13,8 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eagle3_contracts.capture.hooks import capture_states, decoder_layers
-from eagle3_contracts.capture.inputs import seeded_input_ids
+from eagle3_contracts.capture.hooks import capture_states, decoder_layers, seeded_input_ids
 from eagle3_contracts.capture.targets import target_from_model
 from eagle3_contracts.config.plan import FindingKind
 from eagle3_contracts.contract import CaptureContract

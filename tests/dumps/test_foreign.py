@@ -16,7 +16,8 @@ import torch
 from safetensors.torch import save_file
 
 from eagle3_contracts.dumps import foreign
-from eagle3_contracts.dumps.foreign import ForeignClaim, read_any_dump
+from eagle3_contracts.dumps.foreign import ForeignClaim
+from eagle3_contracts.dumps.format import read_any_dump
 from eagle3_contracts.errors import DumpError
 
 ENTRY = str(Path(sys.executable).with_name("eagle3-contracts"))
@@ -25,8 +26,7 @@ H, L = 32, 5
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    from eagle3_contracts.capture.hooks import capture_hidden_states
-    from eagle3_contracts.capture.inputs import seeded_input_ids
+    from eagle3_contracts.capture.hooks import capture_hidden_states, seeded_input_ids
     from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
 
     tmp = tmp_path_factory.mktemp("foreign")

@@ -285,7 +285,7 @@ def test_metadata_is_plain_strings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.uint16, torch.uint32, torch.uint64])
 def test_unsigned_input_ids_are_read_as_int64(tmp_path, dtype) -> None:
-    """issue 12: uint16/32/64 token ids raised NotImplementedError ('min_all')."""
+    """uint16/32/64 token ids raised NotImplementedError ('min_all')."""
     ids = torch.tensor([[0, 5, 7, 2]]).to(dtype)
     path = write_dump(
         tmp_path / "u.safetensors",

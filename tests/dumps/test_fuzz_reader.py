@@ -1,4 +1,4 @@
-"""Fuzzing the dump reader (issue 12): any bytes, headers, metadata and offsets give a ``Dump``
+"""Fuzzing the dump reader: any bytes, headers, metadata and offsets give a ``Dump``
 or a ``DumpError``, never another exception. A fixed budget (``BUDGET`` examples per test,
 derandomized) runs in CI whatever hypothesis profile is loaded."""
 

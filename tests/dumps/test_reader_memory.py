@@ -1,4 +1,4 @@
-"""Validating a big dump costs a small, fixed amount of memory (issue 12: a 4 GB dump's NaN check
+"""Validating a big dump costs a small, fixed amount of memory (a 4 GB dump's NaN check once
 copied the whole tensor). Measured in a child process: anonymous memory, sampled during
 ``read_dump``; the dump's own pages are a read-only file mapping, not a copy."""
 
@@ -16,7 +16,7 @@ H, K = 1024, 3
 SIZE = 256 << 20  # bytes of states
 # The fixed budget: a float32 copy of one strided chunk (16 MiB), its masks and torch's own
 # allocations: measured 65-76 MiB for 256 MiB and 2 GiB dumps alike. Copying the whole tensor
-# (the issue 12 bug) costs at least SIZE.
+# (the bug this guards against) costs at least SIZE.
 BUDGET = 6 * VALUE_CHUNK * 4
 
 MEASURE = """

@@ -92,8 +92,7 @@ def test_diagnose_target_hub_id_miss_is_one_line(env: dict[str, str], tmp_path: 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A tiny llama's saved files, and a dump captured from it (canonical 1, 2, 3)."""
-    from eagle3_contracts.capture.hooks import capture_hidden_states
-    from eagle3_contracts.capture.inputs import seeded_input_ids
+    from eagle3_contracts.capture.hooks import capture_hidden_states, seeded_input_ids
     from eagle3_contracts.dumps.format import write_dump
     from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
 

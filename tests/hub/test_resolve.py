@@ -1,4 +1,4 @@
-"""``eagle3_contracts._hub``: Hub ids read from a local HF cache, offline first."""
+"""``eagle3_contracts.config.readers``: Hub ids read from a local HF cache, offline first."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_contracts import _hub
+from eagle3_contracts.config import readers as hub
 from eagle3_contracts.config.check import check_drafter
 from eagle3_contracts.errors import ConfigError
 from tests.hub._cache import DRAFT, TARGET, add_repo, config_bytes, safetensors_bytes
@@ -41,15 +41,15 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ],
 )
 def test_parse_hub_id(text: str, expected: tuple[str, str | None] | None) -> None:
-    hub = _hub.parse_hub_id(text)
-    assert (None if hub is None else (hub.repo_id, hub.revision)) == expected
+    parsed = hub.parse_hub_id(text)
+    assert (None if parsed is None else (parsed.repo_id, parsed.revision)) == expected
 
 
 def test_existing_local_path_is_never_a_hub_id(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "org").mkdir()
     (tmp_path / "org" / "name").mkdir()
     monkeypatch.chdir(tmp_path)
-    assert _hub.parse_hub_id("org/name") is None
+    assert hub.parse_hub_id("org/name") is None
 
 
 def test_cache_layout_matches_huggingface_hub(cache: Path) -> None:
@@ -59,12 +59,12 @@ def test_cache_layout_matches_huggingface_hub(cache: Path) -> None:
     add_repo(cache, "org/draft", {"config.json": config_bytes(DRAFT)}, commit="c" * 40)
     add_repo(cache, "org/draft", {"config.json": b"{}"}, commit="d" * 40, branch="v2")
     for revision in (None, "v2", "c" * 40):
-        ours = _hub.cached_file(_hub.HubId("org/draft", revision), "config.json")
+        ours = hub.cached_file(hub.HubId("org/draft", revision), "config.json")
         theirs = try_to_load_from_cache(
             "org/draft", "config.json", cache_dir=cache, revision=revision
         )
         assert ours is not None and str(ours) == theirs
-    assert _hub.cached_file(_hub.HubId("org/draft", "v3"), "config.json") is None
+    assert hub.cached_file(hub.HubId("org/draft", "v3"), "config.json") is None
     assert (
         try_to_load_from_cache("org/draft", "config.json", cache_dir=cache, revision="v3") is None
     )
@@ -74,15 +74,15 @@ def test_cache_dir_follows_the_library_environment(monkeypatch, tmp_path: Path) 
     for key in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert _hub.cache_dir() == tmp_path / "xdg" / "huggingface" / "hub"
+    assert hub.cache_dir() == tmp_path / "xdg" / "huggingface" / "hub"
     monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
-    assert _hub.cache_dir() == tmp_path / "home" / "hub"
+    assert hub.cache_dir() == tmp_path / "home" / "hub"
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "explicit"))
-    assert _hub.cache_dir() == tmp_path / "explicit"
+    assert hub.cache_dir() == tmp_path / "explicit"
     code = (
-        "from huggingface_hub import constants; from eagle3_contracts import _hub; "
-        "assert str(_hub.cache_dir()) == constants.HF_HUB_CACHE, "
-        "(str(_hub.cache_dir()), constants.HF_HUB_CACHE)"
+        "from huggingface_hub import constants; from eagle3_contracts.config import readers as hub; "
+        "assert str(hub.cache_dir()) == constants.HF_HUB_CACHE, "
+        "(str(hub.cache_dir()), constants.HF_HUB_CACHE)"
     )
     for env in ({"HF_HOME": str(tmp_path / "h2")}, {"HF_HUB_CACHE": str(tmp_path / "c2")}):
         clean = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env}
@@ -98,7 +98,7 @@ def test_cache_dir_follows_the_library_environment(monkeypatch, tmp_path: Path) 
 
 def test_offline_miss_names_the_id_and_that_the_network_was_not_tried(cache: Path) -> None:
     with pytest.raises(ConfigError) as err:
-        _hub.resolve_model("org/missing@v1", what="draft")
+        hub.resolve_model("org/missing@v1", what="draft")
     text = str(err.value)
     assert "org/missing@v1" in text and str(cache) in text
     assert "network was not tried" in text and "\n" not in text
@@ -119,9 +119,9 @@ server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 import os
 os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{server.server_port}"
-from eagle3_contracts import _hub
-for call in (lambda: _hub.resolve_model("org/missing", what="target"),
-             lambda: _hub.resolve_weights("org/missing")):
+from eagle3_contracts.config import readers as hub
+for call in (lambda: hub.resolve_model("org/missing", what="target"),
+             lambda: hub.resolve_weights("org/missing")):
     try:
         call()
     except Exception as e:

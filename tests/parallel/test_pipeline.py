@@ -10,8 +10,7 @@ import torch
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from eagle3_contracts.capture.hooks import capture_hidden_states
-from eagle3_contracts.capture.inputs import seeded_input_ids
+from eagle3_contracts.capture.hooks import capture_hidden_states, seeded_input_ids
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.errors import ContractError, ContractViolation
 from eagle3_contracts.layer_ids import describe

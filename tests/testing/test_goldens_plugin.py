@@ -43,7 +43,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_a_refused_golden_write_leaves_the_existing_golden_byte_identical(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 12: syrupy used to count a refused write's golden as unused and delete it."""
+    """syrupy once counted a refused write's golden as unused and delete it."""
     written = _run(project, "--snapshot-update")
     written.assert_outcomes(passed=1)
     golden = project.path / "goldens" / "test_demo" / "test_capture.json"
@@ -73,7 +73,7 @@ def test_filtered(eagle3_golden):
 
 
 def test_syrupy_filters_and_matchers_are_refused_loudly(project: pytest.Pytester) -> None:
-    """issue 13, item 5: exclude/include/matcher used to be ignored silently."""
+    """exclude/include/matcher were once ignored silently."""
     (project.path / "tests" / "test_demo.py").write_text(FILTERED_TEST)
     result = _run(project, "--snapshot-update")
     result.assert_outcomes(failed=1)

@@ -164,7 +164,7 @@ def test_the_entry_point_is_registered():
     assert plugin.PROFILES == ("eagle3-dev", "eagle3-ci", "eagle3-gpu")
 
 
-# -- issue 12: a glob that checks nothing is an error, never a green run --------------------
+# -- a glob that checks nothing is an error, never a green run --------------------
 def test_a_glob_matching_nothing_is_a_usage_error_naming_pattern_and_rootdir(pytester):
     _drafter_repo(pytester, "eagle3_configs = drafter/*/config.json\n")  # typo: drafters
     pytester.makepyfile(test_other="def test_other(): pass")
@@ -240,7 +240,7 @@ def test_the_plugins_take_no_generic_names(pytester):
 
 
 def test_config_only_drafter_checks_never_import_torch(pytester):
-    """issue 12: the plugins and the hypothesis entry point load in every downstream run."""
+    """The plugins and the hypothesis entry point load in every downstream run."""
     _drafter_repo(
         pytester, "eagle3_configs = drafters/kimi/config.json\neagle3_serve_with = vllm\n"
     )

@@ -131,7 +131,7 @@ def test_unknown_schema_is_refused():
         draft_configs("yaml")
 
 
-# -- issue 13, item 6: arguments checked when the strategy is built, never clamped ----------
+# -- arguments checked when the strategy is built, never clamped ----------
 @pytest.mark.parametrize(
     ("build", "message"),
     [
@@ -194,7 +194,7 @@ def test_torch_rng_is_registered_with_hypothesis():
 
 
 def test_loading_hypothesis_does_not_import_torch():
-    """issue 12: the entry point runs in every downstream process that imports hypothesis."""
+    """The entry point runs in every downstream process that imports hypothesis."""
     code = (
         "import sys, hypothesis\n"
         "from hypothesis import given, strategies as st\n"

@@ -51,7 +51,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from eagle3_contracts.conventions.names import engine_name
+from eagle3_contracts.conventions import engine_name
 from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
 from eagle3_contracts.integrations._report import (
     PREFIX,

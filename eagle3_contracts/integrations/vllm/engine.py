@@ -66,8 +66,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from eagle3_contracts.conventions import engine_name
 from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
-from eagle3_contracts.conventions.names import engine_name
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.integrations._report import (
     PREFIX,

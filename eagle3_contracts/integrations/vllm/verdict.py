@@ -18,9 +18,8 @@ from torch import Tensor, nn
 
 from eagle3_contracts.capture.identify import NearMiss, SegmentIdentification, identify_segments
 from eagle3_contracts.capture.threads import fair_torch_threads
-from eagle3_contracts.differences import FindingKind, classify
+from eagle3_contracts.differences import FindingKind, classify, say
 from eagle3_contracts.errors import ContractError, ContractViolation
-from eagle3_contracts.finding_words import say
 from eagle3_contracts.layer_ids import EMBEDDING, describe
 
 

@@ -1,4 +1,4 @@
-"""The probe reads what issue 10 found in the released files: delegation through a constructor
+"""The probe reads what an audit of the released files found: delegation through a constructor
 parameter (qwen3_vl.py), a capture after the stack tested against ``len(self.layers)`` in a
 second loop (gemma3_causal.py), a fused-residual loop storing ``hidden_states`` alone (sglang
 0.5.23 gemma3_causal.py), a capture handed into the layer through a name, ``self._init_model()``

@@ -1,6 +1,6 @@
 """One table of finding wording: check, diagnose and the guards say a finding in the same words.
 
-``finding_words.WORDING`` holds every ``FindingKind``'s label and sentence; these tests hold it
+``differences.WORDING`` holds every ``FindingKind``'s label and sentence; these tests hold it
 complete and check that ``config.plan.compare`` (check's details) and ``dumps.diagnose`` word
 the same difference with the same sentence (the guard's side is in
 ``tests/integrations/vllm/test_verdict.py``).
@@ -14,9 +14,8 @@ import pytest
 
 from eagle3_contracts import compare, resolve
 from eagle3_contracts.config.readers import IDS_FIELD
-from eagle3_contracts.differences import FindingKind
+from eagle3_contracts.differences import WORDING, FindingKind, label
 from eagle3_contracts.dumps.diagnose import describe_difference
-from eagle3_contracts.finding_words import WORDING, label
 
 KIMI = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "kimi_k25"}
 TRAINED = resolve({"eagle_config": {IDS_FIELD: [2, 30, 58]}}, KIMI, "trtllm")
@@ -55,7 +54,7 @@ def test_a_shift_is_labelled_with_its_sign(shift: int) -> None:
 def test_check_and_diagnose_say_a_difference_in_the_same_sentence(
     served: tuple[int, ...], kinds: set[FindingKind]
 ) -> None:
-    plan = dataclasses.replace(TRAINED, layer_ids=served)
+    plan = dataclasses.replace(TRAINED, feed=dataclasses.replace(TRAINED.feed, canonical=served))
     checked = {f.kind: f.message for f in compare(TRAINED, plan)}
     diagnosed = {
         f.kind: f.message
