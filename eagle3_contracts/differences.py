@@ -308,11 +308,32 @@ def say(
 ) -> str:
     """``d`` in ``WORDING``'s sentence (``cause``: append the failure it usually is)."""
     words = WORDING[d.kind]
+    fields = _fields(d, want, got, num_layers, names, got_labels, hidden_size)
+    template = (
+        words.partial if d.kind is FindingKind.ORDER_DIFFERS and d.partial else words.sentence
+    )
+    text = template.format(**fields)
+    if not cause:
+        return text
+    why = _cause(d, words)
+    return f"{text}; {why.format(**fields)}" if why else text
+
+
+def _fields(
+    d: Difference,
+    want: Sequence[int | None],
+    got: Sequence[int | None],
+    num_layers: int,
+    names: tuple[str, str],
+    got_labels: Sequence[str] | None,
+    hidden_size: int | None,
+) -> dict[str, object]:
+    """The values ``say``'s templates are filled with (the module docstring lists them)."""
     p = d.position if d.position is not None else 0
     labels = (
         list(got_labels) if got_labels is not None else [state_name(n, num_layers) for n in got]
     )
-    fields = {
+    return {
         "want": names[0],
         "got": names[1],
         "want_ids": ids_text(want),
@@ -333,20 +354,16 @@ def say(
         "want_width": width_text(len(want), hidden_size),
         "got_width": width_text(len(got), hidden_size),
     }
-    template = (
-        words.partial if d.kind is FindingKind.ORDER_DIFFERS and d.partial else words.sentence
-    )
-    text = template.format(**fields)
-    if not cause:
-        return text
-    why = (
-        DISPLACED_CAUSE
-        if d.kind is FindingKind.EMBEDDING_INSERTED and d.displaced is not None
-        else SHIFT_CAUSES.get(d.shift or 0, words.cause)
-        if d.kind is FindingKind.SHIFTED
-        else words.cause
-    )
-    return f"{text}; {why.format(**fields)}" if why else text
+
+
+def _cause(d: Difference, words: Wording) -> str:
+    """The failure a difference usually is (an embedding pushing a trained layer off the end,
+    a shift by its sign, else the kind's own)."""
+    if d.kind is FindingKind.EMBEDDING_INSERTED and d.displaced is not None:
+        return DISPLACED_CAUSE
+    if d.kind is FindingKind.SHIFTED:
+        return SHIFT_CAUSES.get(d.shift or 0, words.cause)
+    return words.cause
 
 
 # -- the reports' plain-text tables ---------------------------------------------------------------
