@@ -15,15 +15,6 @@ from eagle3_contracts.errors import ConfigError
 from tests.hub._cache import DRAFT, TARGET, add_repo, config_bytes, safetensors_bytes
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "hf" / "hub"
-    root.mkdir(parents=True)
-    monkeypatch.setenv("HF_HUB_CACHE", str(root))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return root
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
