@@ -14,7 +14,7 @@ import pytest
 
 from eagle3_contracts import compare, resolve
 from eagle3_contracts.config.readers import IDS_FIELD
-from eagle3_contracts.differences import WORDING, FindingKind, label
+from eagle3_contracts.differences import WORDING, FindingKind, label, text_table
 from eagle3_contracts.dumps.diagnose import describe_difference
 
 KIMI = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "kimi_k25"}
@@ -93,3 +93,20 @@ def test_a_width_difference_names_both_widths() -> None:
         width.message
         == "width differs: the drafter's fc takes 96 (3 x 32), found feeds 64 (2 x 32)"
     )
+
+
+def test_a_crash_label_without_its_class_says_the_weight_load() -> None:
+    assert label(FindingKind.CRASHES) == "crashes (weight-load)"
+
+
+def test_a_shift_label_without_a_shift_says_zero_not_a_guess() -> None:
+    assert label(FindingKind.SHIFTED) == "shifted +0"
+
+
+def test_report_tables_pad_columns_and_refuse_ragged_rows() -> None:
+    assert text_table([("id", "stage"), ("layer 30", "2")], indent="  ") == [
+        "  id        stage",
+        "  layer 30  2",
+    ]
+    with pytest.raises(ValueError):
+        text_table([("id",), ("layer 30", "2")])  # a cell no column holds
