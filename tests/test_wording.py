@@ -14,7 +14,16 @@ import pytest
 
 from eagle3_contracts import compare, resolve
 from eagle3_contracts.config.readers import IDS_FIELD
-from eagle3_contracts.differences import WORDING, FindingKind, label
+from eagle3_contracts.differences import (
+    WORDING,
+    FindingKind,
+    classify,
+    ids_text,
+    label,
+    say,
+    state_name,
+    text_table,
+)
 from eagle3_contracts.dumps.diagnose import describe_difference
 
 KIMI = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "kimi_k25"}
@@ -93,3 +102,46 @@ def test_a_width_difference_names_both_widths() -> None:
         width.message
         == "width differs: the drafter's fc takes 96 (3 x 32), found feeds 64 (2 x 32)"
     )
+
+
+def test_a_crash_label_without_its_class_says_the_weight_load() -> None:
+    assert label(FindingKind.CRASHES) == "crashes (weight-load)"
+
+
+def test_a_shift_label_without_a_shift_says_zero_not_a_guess() -> None:
+    assert label(FindingKind.SHIFTED) == "shifted +0"
+
+
+def test_report_tables_pad_columns_and_refuse_ragged_rows() -> None:
+    assert text_table([("id", "stage"), ("layer 30", "2")], indent="  ") == [
+        "  id        stage",
+        "  layer 30  2",
+    ]
+    with pytest.raises(ValueError):
+        text_table([("id",), ("layer 30", "2")])  # a cell no column holds
+
+
+def test_unidentified_ids_and_states_have_their_own_words() -> None:
+    assert ids_text([None, 2, -1]) == "[?, 2, -1]"
+    assert state_name(None, 61) == "no layer"
+    assert state_name(-1, 61) == "embedding (-1)" and state_name(5, 61) == "layer 5"
+
+
+def test_a_segment_is_said_with_the_caller_s_labels_when_given() -> None:
+    want, got = (2, 30, 58), (2, None, 58)
+    (seg,) = [d for d in classify(want, got) if d.kind is FindingKind.SEGMENT]
+    assert say(seg, want, got, 61) == "segment 1: trained layer 30, served no layer"
+    labelled = say(seg, want, got, 61, got_labels=["a", "the final post-norm state", "c"])
+    assert labelled == "segment 1: trained layer 30, served the final post-norm state"
+
+
+def test_an_inserted_embedding_names_the_layer_it_pushed_off_the_end() -> None:
+    want, got = (2, 30, 58), (-1, 2, 30)
+    (inserted,) = [d for d in classify(want, got) if d.kind is FindingKind.EMBEDDING_INSERTED]
+    said = say(inserted, want, got, 61, cause=True)
+    assert said.endswith(
+        "; at segment 0, so the segments after it moved one position right and layer 58 was "
+        "dropped: the embedding counted as a layer, EAGLE#239"
+    )
+    nothing_dropped = say(dataclasses.replace(inserted, displaced=None), want, got, 61, cause=True)
+    assert nothing_dropped.endswith("; at segment 0")
