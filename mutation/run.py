@@ -378,11 +378,19 @@ def main(argv: list[str] | None = None) -> int:
             generate(work)
             wanted_functions = set(args.function)
             pool = collect(work, modules)
-            names = [m.name for m in pool if m.function in wanted_functions]
+            names = [
+                m.name
+                for m in pool
+                if m.function in wanted_functions
+                and not (args.survivors and m.status in DETECTED)  # --survivors: only those
+            ]
             missing = wanted_functions - {m.function for m in pool}
             if missing:
                 print(f"note: no mutants of {', '.join(sorted(missing))} in these modules")
             print(f"functions: {len(names)} mutants of {len(wanted_functions)} functions")
+            if not names and args.survivors:
+                print("no survivors left in those functions")
+                return 0
             if not names:
                 raise SystemExit("no mutants of those functions: check the names (--show)")
         elif args.survivors:
@@ -395,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rc = mutmut(work, ["run", "--max-children", str(args.max_children), *names], log)
         mutants = collect(work, modules)
+        if args.function:  # the report covers those functions' mutants, survivors rerun or not
+            mutants = [m for m in mutants if m.function in set(args.function)]
         if names:
             chosen = set(names)
             if not args.survivors:
