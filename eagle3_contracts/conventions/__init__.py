@@ -270,10 +270,10 @@ def _check_version(given: str, eq: str, version: str, field: str) -> None:
 
 def _unknown(given: str, framework: str) -> str:
     """The refusal of an unknown name, with the known names it is closest to."""
-    base = framework.split("=", 1)[0]
-    close = difflib.get_close_matches(base, known_names(), n=3, cutoff=0.6)
+    base = framework.partition("=")[0]  # ``framework`` never holds "==": parse_system split it
+    close = difflib.get_close_matches(base, known_names(), n=3)
     hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-    if "=" in framework and "==" not in framework:
+    if "=" in framework:
         hint = f"a release is named with '==' ({base}==VERSION); " + hint
     return (
         f"unknown system name {given!r}: {hint}known: {', '.join(known_names())} "

@@ -100,3 +100,61 @@ def test_a_convention_that_is_a_system_is_parsed() -> None:
     with pytest.raises(ContractError) as err:
         parse_convention("canonicl", field="convention")
     assert err.value.field == "convention"
+
+
+def test_a_name_with_two_single_equals_is_matched_on_what_precedes_the_first() -> None:
+    said = refusal("sglang=0.5=23")
+    assert "a release is named with '==' (sglang==VERSION); did you mean 'sglang' or" in said
+
+
+def test_at_most_three_names_are_suggested(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eagle3_contracts import conventions
+
+    similar = ("abcd1", "abcd2", "abcd3", "abcd4")
+    monkeypatch.setattr(conventions, "known_names", lambda: similar)
+    said = refusal("abcd")  # difflib's best three, ties by reverse order
+    assert "did you mean 'abcd4' or 'abcd3' or 'abcd2'? known:" in said
+
+
+def test_every_checked_release_of_a_fixed_reading_is_listed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from eagle3_contracts import conventions
+
+    monkeypatch.setitem(conventions.FIXED_RELEASES, "speculators==0.8.0", "speculators")
+    assert "checked releases: speculators==0.9.0, speculators==0.8.0 (or the unversioned" in (
+        refusal("speculators==0.7.0")
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "newest"),
+    [("specforge", " (the newest probed release)"), ("specforge==0.2.0", "")],
+)
+def test_a_trainer_without_a_target_is_refused_saying_which_release(name: str, newest: str) -> None:
+    from eagle3_contracts import conventions
+
+    with pytest.raises(ContractError) as err:
+        conventions.get(name)
+    assert err.value.field == "target"
+    assert str(err.value).startswith(
+        f"{name!r} means specforge==0.2.0{newest}, which captures through sglang==0.5.14: "
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("specforge", "specforge = specforge==0.2.0 (unversioned: the newest probed release), "),
+        ("specforge==0.2.0", "specforge==0.2.0 = specforge==0.2.0, "),
+    ],
+)
+def test_a_trainer_is_answered_from_the_model_type_alone(name: str, said: str) -> None:
+    """A target known by its model_type (no architectures) picks the model file too."""
+    from eagle3_contracts import conventions
+
+    convention = conventions.get(name, model_type="deepseek_v3")
+    assert convention.name == "sglang==0.5.14:deepseek_v2.py"
+    assert convention.notes[0] == (
+        f"{said}whose training features are what sglang==0.5.14 captures for this target"
+    )
