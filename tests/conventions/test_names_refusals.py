@@ -158,3 +158,23 @@ def test_a_trainer_is_answered_from_the_model_type_alone(name: str, said: str) -
     assert convention.notes[0] == (
         f"{said}whose training features are what sglang==0.5.14 captures for this target"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "means"),
+    [
+        ("sglang", "the newest probed sglang release"),
+        ("vllm:v1", "the newest probed vllm release"),
+        ("sglang==0.5.23", "sglang==0.5.23"),
+    ],
+)
+def test_an_engine_without_a_target_is_refused_naming_the_target(name: str, means: str) -> None:
+    from eagle3_contracts import conventions
+
+    with pytest.raises(ContractError) as err:
+        conventions.get(name)
+    assert err.value.field == "target"
+    assert str(err.value) == (
+        f"{name!r} means {means}, whose rule depends on the target's model file: give the "
+        "target (--target CONFIG, its config's architectures/model_type)"
+    )
