@@ -732,7 +732,8 @@ def _release_verdict(
             (),
             None,
         )
-    if trained.refused or served.refused or trained.kind != "segments" or served.release is None:
+    # past _trained_verdict, a training side that is not segments is a refused one
+    if trained.refused or served.refused or served.release is None:
         return None
     if served.kind == "crash":
         return (

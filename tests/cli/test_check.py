@@ -444,7 +444,16 @@ def test_a_stamp_is_read_before_trained_with(
         capsys, str(folder), "--target", target, "--trained-with", "specforge", "--json"
     )
     data = json.loads(out)
-    assert data["readings"][0]["plan"]["layer_ids"] == [2, 30, 58]
+    plan = data["readings"][0]["plan"]
+    assert plan["layer_ids"] == [2, 30, 58]
+    # a stamp is a fixed reading: its own answer, no release, no code cited, ids from the stamp
+    assert (plan["kind"], plan["release"], plan["model_file"], plan["source"]) == (
+        "segments",
+        None,
+        None,
+        "",
+    )
+    assert plan["ids_source"] == "stamp"
     assert any(n.startswith("stamp in") for n in data["notes"])  # the stamped canonical ids
     sglang = next(r for r in data["rows"] if r["system"] == "sglang")
     assert sglang["verdict"] == "shifted -1" and code == 1

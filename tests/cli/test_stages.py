@@ -213,6 +213,10 @@ def test_unread_pipeline_behaviour_is_unknown_exit_1(capsys, name: str) -> None:
     report = json.loads(capsys.readouterr()[0])
     row = next(r for r in report["rows"] if r["system"].startswith(name))
     assert checked == 1 and row["verdict"] == "unknown", row
+    assert row["findings"][0]["message"] == (
+        f"unknown: no code read says whether {row['key']} carries states captured on earlier "
+        "pipeline stages to the drafter"
+    )
 
 
 def test_unread_behaviour_on_one_stage_is_not_unknown(capsys) -> None:

@@ -103,3 +103,19 @@ def test_modelopt_flags_no_release_names_are_no_finding():
         serve_with=["sglang==0.5.23", "vllm==0.33.0"],
     )  # fmt: skip
     assert all(row.ok for row in report.rows)
+
+
+def test_two_ignored_flags_are_one_finding_naming_both():
+    """sglang 0.5.14 reads neither norm_before_fc nor norm_before_residual: one finding, each
+    flag's note joined with '; '."""
+    report = check_drafter(
+        draft(norm_before_fc=True, norm_before_residual=True),
+        target=LLAMA,
+        trained_with="specforge==0.2.0",
+        serve_with=["sglang==0.5.14"],
+    )
+    (row,) = report.rows
+    (finding,) = row.findings
+    assert finding.kind is FindingKind.FLAG_IGNORED
+    notes = [n for n in row.plan.notes if n.startswith("the draft config sets")]
+    assert len(notes) == 2 and finding.message == "; ".join(notes)

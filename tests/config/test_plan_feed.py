@@ -1,0 +1,40 @@
+"""A plan composes one answer (``Feed``), whatever kind of name it is for: a release's, or a
+fixed reading's (``predict.fixed_feed``), which names no release and no model file."""
+
+from __future__ import annotations
+
+from eagle3_contracts import resolve
+from eagle3_contracts.config.readers import IDS_FIELD
+from eagle3_contracts.conventions.predict import fixed_feed
+
+KIMI = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "kimi_k25"}
+
+
+def test_a_fixed_feed_names_no_release_and_defaults_to_segments() -> None:
+    feed = fixed_feed((2, 30, 58))
+    assert (feed.kind, feed.crash, feed.canonical) == ("segments", None, (2, 30, 58))
+    assert (feed.release, feed.runner, feed.model_file, feed.width_states) == ("", None, "", None)
+    assert (feed.source, feed.ids_source, feed.native_ids, feed.notes) == ("", "", None, ())
+
+
+def test_a_fixed_reading_plan_reads_its_answer_through_its_feed() -> None:
+    plan = resolve({"eagle_config": {IDS_FIELD: [2, 30, 58]}}, KIMI, "trtllm")
+    assert plan.feed.release == "" and plan.release is None
+    data = plan.to_dict()
+    assert (data["release"], data["runner"], data["model_file"]) == (None, None, None)
+    assert data["layer_ids"] == list(plan.feed.canonical) == [2, 30, 58]
+    assert data["source"] == plan.feed.source != ""  # the entry's sources are cited
+
+
+def test_a_release_plan_is_its_feed_less_what_the_pipeline_drops() -> None:
+    from eagle3_contracts.parallel.partition import LayerPartition
+
+    draft = {"eagle_config": {IDS_FIELD: [2, 30, 58]}}
+    target = {**KIMI, "architectures": ["KimiK25ForConditionalGeneration"]}
+    whole = resolve(draft, target, "sglang==0.5.23")
+    split = resolve(
+        draft, target, "sglang==0.5.23", partition=LayerPartition.even(61, 4, rule="sglang")
+    )
+    assert split.feed == whole.feed  # the answer does not depend on the deployment
+    assert split.pp_dropped and set(split.layer_ids) == set(whole.layer_ids) - set(split.pp_dropped)
+    assert split.notes[: len(whole.notes)] == whole.notes and split.pp_notes
