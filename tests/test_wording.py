@@ -145,3 +145,25 @@ def test_an_inserted_embedding_names_the_layer_it_pushed_off_the_end() -> None:
     )
     nothing_dropped = say(dataclasses.replace(inserted, displaced=None), want, got, 61, cause=True)
     assert nothing_dropped.endswith("; at segment 0")
+
+
+@pytest.mark.parametrize(
+    ("want", "got", "said"),
+    [
+        ((2, 30), (2, 30, 58), "segment 2: trained nothing, served layer 58"),
+        ((2, 30, 58), (2, 30), "segment 2: trained layer 58, served nothing"),
+        ((2, None, 58), (2, 29, 58), "segment 1: trained an unidentified state, served layer 29"),
+        ((2, 30, 58), (2, 29, 58), "segment 1: trained layer 30, served layer 29"),
+    ],
+)
+def test_a_segment_says_both_sides_even_where_one_holds_nothing(
+    want: tuple[int | None, ...], got: tuple[int, ...], said: str
+) -> None:
+    (seg,) = [d for d in classify(want, got) if d.kind is FindingKind.SEGMENT]
+    assert say(seg, want, got, 61) == said
+
+
+def test_a_shift_with_no_named_bug_gets_the_kind_s_cause() -> None:
+    want, got = (2, 30, 58), (4, 32, 60)
+    (shifted,) = [d for d in classify(want, got) if d.kind is FindingKind.SHIFTED]
+    assert say(shifted, want, got, 61, cause=True).endswith("; an offset rule mismatch")
