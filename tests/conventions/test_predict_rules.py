@@ -1531,3 +1531,22 @@ def test_a_training_capture_of_an_unknown_model_file_says_this_target() -> None:
         "(specforge/launch_plan.py:492-495), flags its pinned sglang 0.5.14 does not have "
         "(sglang/srt/server_args.py defines no spec capture option)"
     )
+
+
+def test_a_crash_keeps_what_each_segment_holds():
+    """SGLang 0.5.23 gemma3_causal.py stores the layer delta, not the stream; a drafter whose
+    fc is sized for another target width crashes at load, and the feed still says what the
+    segments would hold (the finding names the wrong state too)."""
+    from eagle3_contracts.conventions.predict import DELTA, predict_feed
+
+    target = {
+        "architectures": ["EmbeddingGemmaModel"],
+        "model_type": "gemma3_text",
+        "num_hidden_layers": 24,
+        "hidden_size": 64,
+    }
+    ids = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 10, 20]}}
+    fine = predict_feed("sglang==0.5.23", ids, target)
+    crash = predict_feed("sglang==0.5.23", {**ids, "target_hidden_size": 32}, target)
+    assert (fine.kind, fine.state) == ("segments", DELTA)
+    assert (crash.kind, crash.crash, crash.state) == ("crash", "fc-width-mismatch", DELTA)

@@ -282,3 +282,19 @@ def test_a_malformed_trainer_table_is_refused() -> None:
     with pytest.raises(ContractError, match=r"trainer table is malformed") as err:
         RT.TrainerTable.from_json({k: v for k, v in data.items() if k != "resolver"})
     assert err.value.field == "release_table"
+
+
+def test_a_placement_digest_keeps_the_facts_users_feel_and_no_empty_strings() -> None:
+    """``Placement.digest`` compares releases without line numbers (the registry page): a
+    placement that records no embedding says None, never an empty string."""
+    table = RT.load_table("sglang", "0.5.23")
+    captured = table.classes["apertus.py:ApertusForCausalLM"].placement
+    unrecorded = table.classes["gemma4_causal.py:Gemma4ForCausalLM"].placement
+    assert captured is not None and unrecorded is not None
+    assert captured.digest() == {
+        "elements": ["0..L-1"],
+        "embedding": "captured",
+        "last_output": False,
+        "stores": ["hidden+residual (hidden when residual is None)"],
+    }
+    assert unrecorded.embedding == "" and unrecorded.digest()["embedding"] is None

@@ -75,3 +75,38 @@ def test_the_readme_table_shows_a_row_whose_setter_arms_nothing_as_a_crash():
     key = "qwen3_5.py:Qwen3_5ForConditionalGeneration"
     assert canonical_fed(old, key, "boundaries_2_mid_L-3", 61) == "crash(no aux)"
     assert canonical_fed(new, key, "boundaries_2_mid_L-3", 61) == "2, 30, 58"
+
+
+def test_a_setter_whose_arming_was_not_read_makes_the_row_unknown(monkeypatch):
+    """A row whose setter-to-loop hand-on the probe could not read statically is unknown, and
+    the note names the setter and what was not read (never ok, never a guessed crash)."""
+    import dataclasses
+
+    from eagle3_contracts.conventions import releases
+
+    real = releases.load_table
+    setter = "llama.py:LlamaForCausalLM.set_eagle3_layers_to_capture (line 1)"
+
+    def with_unread_arms(framework, version):
+        table = real(framework, version)
+        key = "llama.py:LlamaForCausalLM"
+        row = dataclasses.replace(
+            table.classes[key],
+            setter_arms=releases.SetterArms(
+                verdict=releases.ArmsVerdict.UNKNOWN,
+                writes=("layers_to_capture",),
+                setters=(setter,),
+                unarmed=(),
+                unread=("self.model.layers_to_capture via a helper",),
+            ),
+        )
+        return dataclasses.replace(table, classes={**table.classes, key: row})
+
+    monkeypatch.setattr(releases, "load_table", with_unread_arms)
+    llama = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 40, "hidden_size": 32}
+    feed = predict_feed("sglang==0.5.23", DRAFT, llama)
+    assert feed.kind == "unknown"
+    assert (
+        f"whether the EAGLE-3 setter ({setter}) arms the capture is not read statically "
+        "(self.model.layers_to_capture via a helper)"
+    ) in " ".join((*feed.notes, feed.source))
