@@ -38,3 +38,44 @@ def test_a_release_plan_is_its_feed_less_what_the_pipeline_drops() -> None:
     assert split.feed == whole.feed  # the answer does not depend on the deployment
     assert split.pp_dropped and set(split.layer_ids) == set(whole.layer_ids) - set(split.pp_dropped)
     assert split.notes[: len(whole.notes)] == whole.notes and split.pp_notes
+
+
+def _split(stages: int) -> object:
+    from eagle3_contracts.parallel.partition import LayerPartition
+
+    return LayerPartition.even(61, stages, rule="vllm")
+
+
+def test_unread_pipeline_code_makes_the_plan_unknown_only_with_ids_on_earlier_stages() -> None:
+    draft = {"eagle_config": {IDS_FIELD: [2, 30, 58]}}
+    one_stage = resolve(draft, KIMI, "trtllm", partition=_split(1))
+    assert (one_stage.kind, one_stage.pp_unread, one_stage.pp_notes) == ("segments", False, ())
+    four = resolve(draft, KIMI, "trtllm", partition=_split(4))
+    assert (four.kind, four.pp_unread) == ("unknown", True) and four.crash is None
+    assert four.pp_notes[0].endswith(
+        "no code read says whether TensorRT-LLM (PyTorch backend) carries them to the drafter's "
+        "stage: unknown, not ok"
+    )
+
+
+def test_a_system_without_pipeline_parallelism_is_not_made_unknown_by_a_partition() -> None:
+    plan = resolve({IDS_FIELD: [2, 30, 58]}, KIMI, "speculators", partition=_split(4))
+    assert (plan.kind, plan.pp_unread, plan.pp_dropped, plan.pp_notes) == (
+        "segments",
+        False,
+        (),
+        (),
+    )
+
+
+def test_check_says_why_a_row_with_unread_pipeline_code_is_unknown() -> None:
+    from eagle3_contracts import compare
+
+    draft = {"eagle_config": {IDS_FIELD: [2, 30, 58]}}
+    trained = resolve(draft, KIMI, "specforge-hf")
+    served = resolve(draft, KIMI, "trtllm", partition=_split(4))
+    (finding,) = compare(trained, served)
+    assert finding.message == (
+        "unknown: no code read says whether trtllm carries states captured on earlier pipeline "
+        "stages to the drafter"
+    )
