@@ -79,3 +79,71 @@ def test_check_says_why_a_row_with_unread_pipeline_code_is_unknown() -> None:
         "unknown: no code read says whether trtllm carries states captured on earlier pipeline "
         "stages to the drafter"
     )
+
+
+BEYOND = {"eagle_config": {IDS_FIELD: [2, 30, 70]}}  # 70: no layer of a 61-layer target
+
+
+def test_a_fixed_reading_that_crashes_claims_no_layers_and_no_post_norm_state() -> None:
+    plan = resolve(BEYOND, KIMI, "trtllm")
+    assert (plan.kind, plan.crash, plan.layer_ids) == ("crash", "uninitialised-aux-slots", ())
+    assert plan.non_canonical == () and plan.width == 0
+    assert plan.to_dict()["crash"] == "uninitialised-aux-slots"
+
+
+def test_a_refusal_says_whether_the_system_cannot_train_or_refuses_at_load() -> None:
+    modelopt = resolve(BEYOND, KIMI, "modelopt")  # training crashes at its first forward
+    assert modelopt.refused and modelopt.non_canonical == () and modelopt.layer_ids == ()
+    assert (
+        modelopt.notes[-1]
+        == f"NVIDIA ModelOpt 0.47.0 cannot train on this config: {modelopt.refused}"
+    )
+    hf = resolve(BEYOND, KIMI, "specforge-hf")
+    assert hf.refused == "ids [70] are outside the accepted range 0..60 for 61 layers"
+    assert hf.notes[-1].endswith(f"refuses this config at load: {hf.refused}")
+
+
+def test_a_fixed_reading_cites_its_sources_only_when_it_names_a_release() -> None:
+    from eagle3_contracts import conventions
+
+    draft = {"eagle_config": {IDS_FIELD: [2, 30, 58]}}
+    trtllm = resolve(draft, KIMI, "trtllm")
+    assert trtllm.source == "; ".join(conventions.REGISTRY["trtllm"].sources)
+    hf = resolve(draft, KIMI, "specforge-hf")  # a removed backend: no release to cite
+    assert (hf.source, hf.crash, hf.to_dict()["crash"]) == ("", None, None)
+
+
+def test_an_unknown_system_is_refused_naming_the_system_field() -> None:
+    import pytest
+
+    from eagle3_contracts.errors import ContractError
+
+    with pytest.raises(ContractError) as err:
+        resolve({}, KIMI, "spcforge")
+    assert err.value.field == "system"
+
+
+def test_a_target_given_as_a_dict_is_named_as_the_caller_says() -> None:
+    from eagle3_contracts.config.readers import read_target_config
+
+    sizes = {"num_hidden_layers": 2, "hidden_size": 4}
+    assert read_target_config(sizes, source="target.json").source == "target.json"
+    assert read_target_config(sizes).source == "<dict>"
+
+
+def test_a_release_convention_object_drops_what_its_release_name_drops() -> None:
+    """resolve takes a Convention too: SGLang 0.5.23 deepseek_v2.py takes canonical 44 entering
+    layer 45, the last stage's first layer, so it is kept on this split; 1 and 29 are dropped,
+    exactly as the release name answers."""
+    from eagle3_contracts import conventions
+    from eagle3_contracts.parallel.partition import LayerPartition
+
+    arch = ["DeepseekV3ForCausalLM"]
+    target = {**KIMI, "model_type": "deepseek_v3", "architectures": arch}
+    draft = {"eagle_config": {IDS_FIELD: [2, 30, 45]}}  # loop indices: canonical 1, 29, 44
+    split = LayerPartition.even(61, 4, rule="sglang")  # 0-14 | 15-29 | 30-44 | 45-60
+    conv = conventions.get("sglang==0.5.23", model_type="deepseek_v3", architectures=arch)
+    by_object = resolve(draft, target, conv, partition=split)
+    by_name = resolve(draft, target, "sglang==0.5.23", partition=split)
+    assert (by_object.layer_ids, by_object.pp_dropped) == ((44,), (1, 29))
+    assert (by_name.layer_ids, by_name.pp_dropped) == ((44,), (1, 29))
