@@ -298,3 +298,26 @@ def test_a_placement_digest_keeps_the_facts_users_feel_and_no_empty_strings() ->
         "stores": ["hidden+residual (hidden when residual is None)"],
     }
     assert unrecorded.embedding == "" and unrecorded.digest()["embedding"] is None
+
+
+def test_table_readers_take_absent_lists_as_empty_and_read_what_is_there() -> None:
+    """A table written before a field existed reads as empty; a field present is read."""
+    arms = RT.SetterArms.from_json({"verdict": RT.ArmsVerdict.UNKNOWN.value})
+    assert (arms.writes, arms.setters, arms.unarmed, arms.unread) == ((), (), (), ())
+    full = RT.SetterArms.from_json(
+        {
+            "verdict": RT.ArmsVerdict.UNKNOWN.value,
+            "writes": ["layers_to_capture"],
+            "unread": ["a hand-on through self.model"],
+        }
+    )
+    assert full.writes == ("layers_to_capture",) and full.unread == (
+        "a hand-on through self.model",
+    )
+    bare = RT.Placement.from_json("llama.py", "LlamaModel.forward", {})
+    assert bare.sites == () and bare.elements == ()
+
+
+def test_a_trainer_table_reads_its_offline_checks() -> None:
+    table = RT.load_trainer_table("specforge", "0.2.0")
+    assert table.offline_checks and set(table.offline_checks) >= {"distinct"}
