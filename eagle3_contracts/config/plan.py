@@ -539,27 +539,26 @@ def _pipeline(
         )
     if partition.pp_size == 1:
         return (), False, ()
-    early = partition.captured_before_last_stage(ids, before_layer=pp.before_layer)
-    if not early:
-        return (), False, ()
-    names = ", ".join(describe(i, n) for i in early)
-    if pp.behaviour is PipelineParallel.LAST_STAGE_ONLY:
+    dropped, unread = partition.pipeline_fate(ids, pp.behaviour, before_layer=pp.before_layer)
+    where = f"pipeline parallel ({partition.describe()})"
+    if dropped:
+        names = ", ".join(describe(i, n) for i in dropped)
         return (
-            early,
+            dropped,
             False,
             (
-                f"pipeline parallel ({partition.describe()}): {pp.system} captures only on the "
-                f"last stage; {names} are captured on earlier stages and dropped",
+                f"{where}: {pp.system} captures only on the last stage; {names} are captured on "
+                "earlier stages and dropped",
             ),
         )
-    if pp.behaviour is PipelineParallel.DEPENDS:
+    if unread:
+        names = ", ".join(describe(i, n) for i in unread)
         return (
             (),
             True,
             (
-                f"pipeline parallel ({partition.describe()}): {names} are captured on earlier "
-                f"stages; no code read says whether {pp.system} carries them to the drafter's "
-                "stage: unknown, not ok",
+                f"{where}: {names} are captured on earlier stages; no code read says whether "
+                f"{pp.system} carries them to the drafter's stage: unknown, not ok",
             ),
         )
     return (), False, ()

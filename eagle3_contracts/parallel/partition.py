@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate
 
+from eagle3_contracts.conventions._entry import PipelineParallel
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, check_layer_id, check_num_layers
 
@@ -286,6 +287,18 @@ class LayerPartition:
         return tuple(
             i for i in layer_ids if self.capturing_stage(i, before_layer=before_layer) != last
         )
+
+    def pipeline_fate(
+        self, layer_ids: Sequence[int], behaviour: PipelineParallel, *, before_layer: bool = False
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(dropped, unread)``: the ids an engine that captures only on the last stage loses,
+        and the ids whose fate depends on pipeline code that was not read (never ok)."""
+        early = self.captured_before_last_stage(layer_ids, before_layer=before_layer)
+        if behaviour is PipelineParallel.LAST_STAGE_ONLY:
+            return early, ()
+        if behaviour is PipelineParallel.DEPENDS:
+            return (), early
+        return (), ()
 
     def local_index(self, layer_id: int) -> int:
         """Index of ``layer_id``'s layer inside its stage (``-1`` stays ``-1``).

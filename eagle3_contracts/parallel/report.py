@@ -245,17 +245,11 @@ def stages_report(
     lost: tuple[int, ...] = ()
     unread: tuple[int, ...] = ()
     if conv is not None:
-        from eagle3_contracts.conventions import PipelineParallel
-
         behaviour = conv.pipeline_parallel.value
         # where the engine really captures (entering layer N + 1 for SGLang), as config.plan
-        early = partition.captured_before_last_stage(
-            layer_ids, before_layer=conv.captures_before_layer
+        lost, unread = partition.pipeline_fate(
+            layer_ids, conv.pipeline_parallel, before_layer=conv.captures_before_layer
         )
-        if conv.pipeline_parallel is PipelineParallel.LAST_STAGE_ONLY:
-            lost = early
-        elif conv.pipeline_parallel is PipelineParallel.DEPENDS:
-            unread = early
     return StagesReport(
         partition=partition,
         split_note=split_note,

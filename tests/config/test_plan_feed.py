@@ -3,9 +3,13 @@ fixed reading's (``predict.fixed_feed``), which names no release and no model fi
 
 from __future__ import annotations
 
-from eagle3_contracts import resolve
-from eagle3_contracts.config.readers import IDS_FIELD
+import pytest
+
+from eagle3_contracts import compare, conventions, resolve
+from eagle3_contracts.config.readers import IDS_FIELD, read_target_config
 from eagle3_contracts.conventions.predict import fixed_feed
+from eagle3_contracts.errors import ContractError
+from eagle3_contracts.parallel.partition import LayerPartition
 
 KIMI = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "kimi_k25"}
 
@@ -27,7 +31,6 @@ def test_a_fixed_reading_plan_reads_its_answer_through_its_feed() -> None:
 
 
 def test_a_release_plan_is_its_feed_less_what_the_pipeline_drops() -> None:
-    from eagle3_contracts.parallel.partition import LayerPartition
 
     draft = {"eagle_config": {IDS_FIELD: [2, 30, 58]}}
     target = {**KIMI, "architectures": ["KimiK25ForConditionalGeneration"]}
@@ -40,8 +43,7 @@ def test_a_release_plan_is_its_feed_less_what_the_pipeline_drops() -> None:
     assert split.notes[: len(whole.notes)] == whole.notes and split.pp_notes
 
 
-def _split(stages: int) -> object:
-    from eagle3_contracts.parallel.partition import LayerPartition
+def _split(stages: int) -> LayerPartition:
 
     return LayerPartition.even(61, stages, rule="vllm")
 
@@ -69,7 +71,6 @@ def test_a_system_without_pipeline_parallelism_is_not_made_unknown_by_a_partitio
 
 
 def test_check_says_why_a_row_with_unread_pipeline_code_is_unknown() -> None:
-    from eagle3_contracts import compare
 
     draft = {"eagle_config": {IDS_FIELD: [2, 30, 58]}}
     trained = resolve(draft, KIMI, "specforge-hf")
@@ -104,7 +105,6 @@ def test_a_refusal_says_whether_the_system_cannot_train_or_refuses_at_load() -> 
 
 
 def test_a_fixed_reading_cites_its_sources_only_when_it_names_a_release() -> None:
-    from eagle3_contracts import conventions
 
     draft = {"eagle_config": {IDS_FIELD: [2, 30, 58]}}
     trtllm = resolve(draft, KIMI, "trtllm")
@@ -114,9 +114,6 @@ def test_a_fixed_reading_cites_its_sources_only_when_it_names_a_release() -> Non
 
 
 def test_an_unknown_system_is_refused_naming_the_system_field() -> None:
-    import pytest
-
-    from eagle3_contracts.errors import ContractError
 
     with pytest.raises(ContractError) as err:
         resolve({}, KIMI, "spcforge")
@@ -124,7 +121,6 @@ def test_an_unknown_system_is_refused_naming_the_system_field() -> None:
 
 
 def test_a_target_given_as_a_dict_is_named_as_the_caller_says() -> None:
-    from eagle3_contracts.config.readers import read_target_config
 
     sizes = {"num_hidden_layers": 2, "hidden_size": 4}
     assert read_target_config(sizes, source="target.json").source == "target.json"
@@ -135,9 +131,6 @@ def test_a_release_convention_object_drops_what_its_release_name_drops() -> None
     """resolve takes a Convention too: SGLang 0.5.23 deepseek_v2.py takes canonical 44 entering
     layer 45, the last stage's first layer, so it is kept on this split; 1 and 29 are dropped,
     exactly as the release name answers."""
-    from eagle3_contracts import conventions
-    from eagle3_contracts.parallel.partition import LayerPartition
-
     arch = ["DeepseekV3ForCausalLM"]
     target = {**KIMI, "model_type": "deepseek_v3", "architectures": arch}
     draft = {"eagle_config": {IDS_FIELD: [2, 30, 45]}}  # loop indices: canonical 1, 29, 44

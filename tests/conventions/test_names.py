@@ -188,26 +188,34 @@ def test_needs_target_and_parse_convention() -> None:
     assert not needs_target(parse_system("specforge-hf", field="f"))
     assert parse_convention("canonical", field="f") is None
     assert parse_convention(" Canonical ", field="f") is None
+    assert parse_convention(" CANONICAL ", field="f") is None
     assert parse_convention("sglang", field="f") == parse_system("sglang", field="f")
     assert CANONICAL == "canonical"
-    with pytest.raises(ContractError):
+    with pytest.raises(ContractError) as err:
         parse_convention("canonicall", field="f")
+    assert err.value.field == "f"
 
 
 def test_engine_spec_and_engine_name() -> None:
     assert engine_spec("vllm-nested", field="f").key == "vllm==0.33.0:v1"
-    for other in ("specforge", "trtllm"):
+    for other in ("specforge", "trtllm", "output"):
         with pytest.raises(ContractError) as err:
             engine_spec(other, field="serve_with")
         assert err.value.field == "serve_with"
-        assert "release answers exist for sglang, vllm" in str(err.value)
+        assert str(err.value) == (
+            f"{other!r}: release answers exist for sglang, vllm (e.g. 'sglang==0.5.23', "
+            "'vllm==0.33.0:v1')"
+        )
     assert engine_name("vllm", "0.32.0", "v1") == "vllm==0.32.0:v1"
     assert engine_name("SGLang", "0.5.23") == "sglang==0.5.23"
+    assert engine_name("VLLM", "0.33.0", None) == "vllm==0.33.0"
     with pytest.raises(ContractError) as err:
         engine_name("specforge", "0.2.0")
-    assert err.value.field == "release"
-    with pytest.raises(ContractError):
-        engine_name("vllm", "dev")
+    assert (err.value.field, str(err.value)) == ("release", "'specforge' is not an engine")
+    for bad in (("vllm", "dev", None), ("sglang", "0.5.23", "v1")):  # only vLLM has runners
+        with pytest.raises(ContractError) as err:
+            engine_name(*bad)
+        assert err.value.field == "release"
 
 
 # -- one meaning everywhere: the property -------------------------------------------------------
