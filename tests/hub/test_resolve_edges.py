@@ -250,7 +250,9 @@ class FakeDownload:
         self.cache, self.error = cache, error
         self.calls: list[tuple[str, str, str | None, str]] = []
 
-    def __call__(self, repo_id: str, filename: str, *, revision: str | None, cache_dir: str) -> str:
+    def __call__(
+        self, repo_id: str, filename: str, *, revision: str | None, cache_dir: str, **_: object
+    ) -> str:
         self.calls.append((repo_id, filename, revision, cache_dir))
         if self.error is not None:
             raise self.error
@@ -291,7 +293,10 @@ def online(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _stub_download(monkeypatch: pytest.MonkeyPatch, fake: FakeDownload) -> FakeDownload:
+    """``hf_hub_download`` replaced by ``fake``, and the one metadata request before it answered
+    (the file is there)."""
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda url, **_: None)
     return fake
 
 
