@@ -195,3 +195,45 @@ def test_a_malformed_stamp_is_replaced_with_force_as_its_message_says(world) -> 
     assert done.returncode == 0, done.stderr
     assert json.loads(world["config"].read_text())["eagle3_contract"]["schema"] != "nonsense"
     assert run_entry("stamp", str(world["draft"]), "--show").returncode == 0
+
+
+def test_two_fix_write_at_once_never_collide(world) -> None:
+    """Two ``fix --write`` processes on one config, five times: each exits 0 (the fix, or
+    nothing left to write) or 2 with the one line saying the file changed under it; the
+    config ends fixed, no temporary file is left, and the first backup is the original."""
+    import subprocess
+
+    from tests.cli._entry import entry_env, entry_point
+
+    original = world["config"].read_bytes()
+    argv = [
+        entry_point(),
+        "fix",
+        str(world["draft"]),
+        "--target",
+        str(world["root"] / "target.json"),
+        "--serve-with",
+        "vllm==0.33.0",
+        "--trained-with",
+        "specforge",
+        "--write",
+    ]
+    env = entry_env(drop=("EAGLE3_CONTRACTS_TRAINED_WITH",))
+    for _ in range(5):
+        world["config"].write_bytes(original)
+        for backup in world["draft"].glob("config.json.bak*"):
+            backup.unlink()
+        procs = [
+            subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(2)
+        ]
+        results = [(p.wait(timeout=120), p.stderr.read().decode()) for p in procs]  # type: ignore[union-attr]
+        for code, err in results:
+            assert code in (0, 2), err
+            if code == 2:
+                (line,) = err.splitlines()
+                assert "changed while it was being edited" in line
+        assert 0 in [code for code, _ in results]
+        assert json.loads(world["config"].read_text())[TOP] == [1, 3, 5]
+        assert (world["draft"] / "config.json.bak").read_bytes() == original
+        assert sorted(p.name for p in world["draft"].iterdir() if p.name.endswith(".tmp")) == []
