@@ -673,7 +673,7 @@ def cached_weights(hub: HubId) -> Path | None:
 # -- resolution ----------------------------------------------------------------------------------
 def _miss(hub: HubId, what: str, network: str) -> ConfigError:
     return ConfigError(
-        f"{what} {hub}: not in the HF cache ({cache_dir()}); {network}",
+        f"{what} {hub}: no such local path, and not in the HF cache ({cache_dir()}); {network}",
         source=None,
         field=what.replace(" ", "_"),
     )

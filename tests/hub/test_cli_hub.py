@@ -60,7 +60,7 @@ def test_missing_hub_id_is_one_line(env: dict[str, str]) -> None:
     done = cli(env, "check", "org/nothing@v2", "--num-layers", "6", "--hidden-size", "16")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
-    assert "draft org/nothing@v2: not in the HF cache" in done.stderr
+    assert "draft org/nothing@v2: no such local path, and not in the HF cache" in done.stderr
     assert "HF_HUB_OFFLINE is set, so the network was not tried" in done.stderr
 
 
@@ -86,7 +86,7 @@ def test_stamp_shows_a_hub_drafter_and_never_writes_into_the_cache(
 def test_diagnose_target_hub_id_miss_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
     done = cli(env, "diagnose", "--dump", str(tmp_path / "d.safetensors"), "--target", "org/gone")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "target org/gone: not in the HF cache" in done.stderr
+    assert "target org/gone: no such local path, and not in the HF cache" in done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +190,9 @@ def test_a_cache_miss_without_network_is_one_try_and_one_line(env: dict[str, str
     assert done.returncode == 2, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("eagle3-contracts: error: draft org/nothing: not in the HF cache")
+    assert lines[0].startswith(
+        "eagle3-contracts: error: draft org/nothing: no such local path, and not in the HF cache"
+    )
     assert "the Hub was tried: ConnectError" in lines[0]
     assert took < 15, f"{took:.1f} s"
 

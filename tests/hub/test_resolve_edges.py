@@ -362,14 +362,19 @@ def test_offline_config_miss(cache: Path) -> None:
     with pytest.raises(ConfigError) as err:
         hub.config_file(hub.HubId("org/missing", "v1"))
     text = _refusal(err, "model")
-    assert text == f"model org/missing@v1: not in the HF cache ({cache}); {NOT_TRIED}"
+    assert (
+        text
+        == f"model org/missing@v1: no such local path, and not in the HF cache ({cache}); {NOT_TRIED}"
+    )
 
 
 def test_resolve_model_names_a_model_by_default(cache: Path) -> None:
     """Without ``what``, a miss is about the ``model`` (field and message)."""
     with pytest.raises(ConfigError) as err:
         hub.resolve_model("org/missing")
-    assert _refusal(err, "model").startswith("model org/missing: not in the HF cache")
+    assert _refusal(err, "model").startswith(
+        "model org/missing: no such local path, and not in the HF cache"
+    )
 
 
 def test_a_refusal_field_is_what_the_caller_named(cache: Path) -> None:
@@ -377,7 +382,7 @@ def test_a_refusal_field_is_what_the_caller_named(cache: Path) -> None:
     with pytest.raises(ConfigError) as err:
         hub.resolve_model("org/missing", what="draft model")
     text = _refusal(err, "draft_model")
-    assert text.startswith("draft model org/missing: not in the HF cache")
+    assert text.startswith("draft model org/missing: no such local path, and not in the HF cache")
 
 
 def test_online_config_miss_says_why_in_one_line(
@@ -389,7 +394,7 @@ def test_online_config_miss_says_why_in_one_line(
         hub.resolve_model("org/missing@v1", what="target")
     text = _refusal(err, "target")
     assert text == (
-        f"target org/missing@v1: not in the HF cache ({online}); "
+        f"target org/missing@v1: no such local path, and not in the HF cache ({online}); "
         "the Hub was tried: OSError: connection refused"
     )
     assert fake.calls == [("org/missing", "config.json", "v1", str(online))]
@@ -442,7 +447,10 @@ def test_offline_weights_miss(cache: Path) -> None:
     with pytest.raises(ConfigError) as err:
         hub.resolve_weights("org/draft@v1")
     text = _refusal(err, "weights")
-    assert text == f"weights org/draft@v1: not in the HF cache ({cache}); {NOT_TRIED}"
+    assert (
+        text
+        == f"weights org/draft@v1: no such local path, and not in the HF cache ({cache}); {NOT_TRIED}"
+    )
 
 
 def test_uncached_weights_are_read_as_headers(
@@ -481,7 +489,7 @@ def test_online_weights_miss_says_why_in_one_line(
         hub.resolve_weights("org/bin@v2")
     text = _refusal(err, "weights")
     assert text == (
-        f"weights org/bin@v2: not in the HF cache ({online}); "
+        f"weights org/bin@v2: no such local path, and not in the HF cache ({online}); "
         "the Hub was tried: ValueError: 'org/bin' is not a safetensors repo."
     )
     assert api.calls == [("org/bin", "v2")]
