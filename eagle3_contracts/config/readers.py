@@ -684,6 +684,18 @@ def _network_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+def _asking(hub: HubId, what: str) -> None:
+    """The progress line before the one request to the Hub, on a terminal only (a person waits
+    for it; a pipe or a log gets the one result line)."""
+    if sys.stderr.isatty():
+        print(
+            f"{what} {hub}: not in the HF cache; asking the Hugging Face Hub (one try, "
+            f"{HUB_TIMEOUT:g} s timeout) ...",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def config_file(hub: HubId, *, what: str = "model") -> tuple[Path, str]:
     """The local ``config.json`` of ``hub`` and how it was found (``"HF cache"`` or
     ``"downloaded"``): the cache first; then, unless offline, ``hf_hub_download`` of that one
@@ -693,13 +705,7 @@ def config_file(hub: HubId, *, what: str = "model") -> tuple[Path, str]:
         return cached, "HF cache"
     if offline():
         raise _miss(hub, what, "HF_HUB_OFFLINE is set, so the network was not tried")
-    if sys.stderr.isatty():  # a person waits: say what for (a pipe gets the one result line)
-        print(
-            f"{what} {hub}: not in the HF cache; asking the Hugging Face Hub (one try, "
-            f"{HUB_TIMEOUT:g} s timeout) ...",
-            file=sys.stderr,
-            flush=True,
-        )
+    _asking(hub, what)
     try:
         from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
@@ -752,10 +758,13 @@ def resolve_weights(text: str) -> tuple[str | dict[str, RemoteTensor], str | Non
         return str(cached), f"weights {hub}: HF cache {cached}"
     if offline():
         raise _miss(hub, "weights", "HF_HUB_OFFLINE is set, so the network was not tried")
+    _asking(hub, "weights")
     try:
         from huggingface_hub import HfApi
 
-        meta: Any = HfApi().get_safetensors_metadata(hub.repo_id, revision=hub.revision)
+        meta: Any = HfApi().get_safetensors_metadata(
+            hub.repo_id, revision=hub.revision, timeout=HUB_TIMEOUT
+        )
     except Exception as exc:  # the library's network and not-a-safetensors-repo errors
         raise _miss(hub, "weights", f"the Hub was tried: {_network_error(exc)}") from None
     tensors = {

@@ -275,8 +275,9 @@ class FakeApi:
     error: Exception | None = None
 
     def get_safetensors_metadata(
-        self, repo_id: str, *, revision: str | None
+        self, repo_id: str, *, revision: str | None, timeout: float
     ) -> SafetensorsRepoMetadata:
+        assert timeout == hub.HUB_TIMEOUT
         self.calls.append((repo_id, revision))
         if self.error is not None:
             raise self.error
@@ -514,3 +515,39 @@ def test_network_error_is_one_bounded_line(exc: Exception, line: str) -> None:
     """The class name, then the message's words on one line, cut at 240 characters; a bare
     class name when the message is empty."""
     assert hub._network_error(exc) == line
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_miss_asks_once_with_a_progress_line_on_a_terminal(
+    online: Path, monkeypatch: pytest.MonkeyPatch, terminal: bool
+) -> None:
+    """The one request is said before it is made when a person watches stderr; a pipe gets
+    only the result. A request that fails is never followed by the download's retries."""
+    import io
+
+    class Stderr(io.StringIO):
+        def isatty(self) -> bool:
+            return terminal
+
+    asked: list[tuple[str, float]] = []
+
+    def unreachable(url: str, *, timeout: float, **_: object) -> None:
+        asked.append((url, timeout))
+        raise OSError("network is unreachable")
+
+    fake = _stub_download(monkeypatch, FakeDownload(online))
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", unreachable)
+    err = Stderr()
+    monkeypatch.setattr("sys.stderr", err)
+    with pytest.raises(ConfigError, match="the Hub was tried: OSError: network is unreachable"):
+        hub.config_file(hub.HubId("org/missing"), what="draft")
+    assert len(asked) == 1 and asked[0][1] == hub.HUB_TIMEOUT and fake.calls == []
+    said = err.getvalue().splitlines()
+    assert said == (
+        [
+            "draft org/missing: not in the HF cache; asking the Hugging Face Hub (one try, 10 s "
+            "timeout) ..."
+        ]
+        if terminal
+        else []
+    )
