@@ -262,8 +262,13 @@ def _locked(path: Path, *, what: str, error: ErrorType) -> Iterator[int]:
                 f"cannot write the {what}: {exc.strerror or exc}", source=str(path)
             ) from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            held, now = os.fstat(fd), os.lstat(path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                held, now = os.fstat(fd), os.lstat(path)
+            except OSError as exc:  # a file system without locks, the file gone meanwhile
+                raise error(
+                    f"cannot lock the {what}: {exc.strerror or exc}", source=str(path)
+                ) from None
             if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
                 yield fd
                 return
