@@ -1,4 +1,5 @@
-"""Bounded, safe reading of the files a user names (configs, contracts, dumps, weights).
+"""Bounded, safe reading of the files a user names (configs, contracts, dumps, weights), and
+the one safe writer of a config a command edits (``write_text_file``).
 
 Every path argument goes through ``regular_file``: a FIFO would block forever, ``/dev/zero``
 reads until memory runs out and ``/dev/urandom`` never ends, so only regular files are
@@ -12,10 +13,15 @@ The errors are the caller's typed error (``ConfigError``, ``DumpError``, ...), b
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import fcntl
 import json
 import os
 import stat
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -147,28 +153,238 @@ def read_json_file(
     return load_json(data, what=what, source=str(Path(path)), error=error)
 
 
-def replace_text(
-    path: str | os.PathLike[str], text: str, *, what: str, error: ErrorType = ConfigError
-) -> None:
-    """Write ``text`` over ``path`` atomically (a temporary file beside it, then ``os.replace``):
-    a reader sees the old file or the new one, never half of one."""
+@dataclass(frozen=True)
+class TextFile:
+    """A JSON text file read for a minimal edit, and how to write text back the same way."""
+
+    path: Path
+    raw: bytes  # the bytes read: a backup is exactly these, and a writer checks them again
+    text: str  # the decoded text, every line end as "\n"
+    codec: str  # "utf-8", "utf-16-le", ...: the file's encoding, kept on write
+    bom: bytes  # the byte-order mark the file opens with (b"" for none), kept on write
+    newline: str  # "\n" or "\r\n": the file's line ends, kept on write
+
+    def encode(self, text: str) -> bytes:
+        """``text`` (line ends ``"\n"``) as this file's bytes: its BOM, codec and line ends."""
+        return self.bom + text.replace("\n", self.newline).encode(self.codec)
+
+
+_BOMS = (  # UTF-32 first: its little-endian mark opens with UTF-16's
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def read_text_file(
+    path: str | os.PathLike[str], *, what: str, error: ErrorType = ConfigError
+) -> TextFile:
+    """Read a bounded JSON text file for editing: the encodings ``json.loads`` reads (UTF-8,
+    -16, -32, with or without a byte-order mark) and one kind of line end, else ``error``."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.eagle3.tmp")
+    raw = read_bounded(path, what=what, error=error)
+    bom, codec = next(((b, c) for b, c in _BOMS if raw.startswith(b)), (b"", ""))
+    codec = codec or json.detect_encoding(raw)
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        text = raw[len(bom) :].decode(codec)
+    except UnicodeDecodeError as exc:
+        raise error(f"the {what} is not {codec} text: {exc.reason}", source=str(path)) from None
+    crlf, lf, cr = text.count("\r\n"), text.count("\n"), text.count("\r")
+    if crlf and crlf == lf == cr:
+        return TextFile(path, raw, text.replace("\r\n", "\n"), codec, bom, "\r\n")
+    if cr:
+        raise error(
+            f"the {what} mixes line ends (CRLF with LF, or a lone CR), which an edit could not "
+            f"keep; convert it to one kind (dos2unix or unix2dos) first",
+            source=str(path),
+        )
+    return TextFile(path, raw, text, codec, bom, "\n")
+
+
+_CACHE_REPOS = ("models--", "datasets--", "spaces--")
+
+
+def in_hf_cache(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` lies in a Hugging Face cache snapshot (``models--o--n/snapshots/``),
+    as written or once links are resolved."""
+    for form in (Path(os.path.abspath(path)), Path(path).resolve()):
+        parts = form.parts
+        if any(
+            part == "snapshots" and parts[i - 1].startswith(_CACHE_REPOS)
+            for i, part in enumerate(parts[1:-1], start=1)
+        ):
+            return True
+    return False
+
+
+def _writable(path: Path, *, what: str, error: ErrorType) -> os.stat_result:
+    """``os.lstat`` of the file a writer may replace: a regular file of the user's own, never a
+    link, a Hugging Face cache file or a read-only file."""
+    source = str(path)
+    try:
+        info = os.lstat(path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise error(f"cannot write the {what}: {exc.strerror or exc}", source=str(path)) from None
+        raise error(f"cannot write the {what}: {exc.strerror or exc}", source=source) from None
+    if stat.S_ISLNK(info.st_mode):
+        raise error(
+            f"the {what} is a symbolic link (to {os.readlink(path)}); it is never written "
+            f"through: copy the drafter into a folder of your own (cp -rL) and write there",
+            source=source,
+        )
+    if in_hf_cache(path):
+        raise error(
+            f"the {what} is in the Hugging Face cache (.../snapshots/), which is read-only "
+            f"data: download the drafter to a folder (hf download REPO --local-dir DIR) and "
+            f"write there",
+            source=source,
+        )
+    regular_file(path, what=what, error=error)
+    if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
+        raise error(
+            f"the {what} is read-only (mode {stat.S_IMODE(info.st_mode):04o}); nothing was "
+            f"written: make it writable (chmod u+w) to replace it",
+            source=source,
+        )
+    return info
+
+
+@contextlib.contextmanager
+def _locked(path: Path, *, what: str, error: ErrorType) -> Iterator[int]:
+    """Hold an exclusive ``flock`` on the file now at ``path``: a writer that replaced it
+    meanwhile left another inode there, so lock again until the lock and the path agree."""
+    for _ in range(100):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise error(
+                f"cannot write the {what}: {exc.strerror or exc}", source=str(path)
+            ) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                held, now = os.fstat(fd), os.lstat(path)
+            except OSError as exc:  # a file system without locks, the file gone meanwhile
+                raise error(
+                    f"cannot lock the {what}: {exc.strerror or exc}", source=str(path)
+                ) from None
+            if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
+                yield fd
+                return
+        finally:
+            os.close(fd)
+    raise error(f"cannot lock the {what}: it keeps being replaced", source=str(path))
+
+
+def _create(folder: Path, name: str | None, data: bytes, info: os.stat_result) -> Path:
+    """A new file in ``folder`` holding ``data`` with ``info``'s permissions, created
+    exclusively (never through a link planted there) and synced; ``name`` ``None``: a unique
+    temporary name."""
+    if name is None:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".eagle3-", suffix=".tmp")  # O_EXCL
+        made = Path(tmp)
+    else:
+        made = folder / name
+        fd = os.open(
+            made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            with contextlib.suppress(PermissionError):  # another owner's file, as root
+                os.fchown(fh.fileno(), info.st_uid, info.st_gid)
+            os.fchmod(fh.fileno(), stat.S_IMODE(info.st_mode))
+            os.fsync(fh.fileno())
+    except BaseException:
+        made.unlink(missing_ok=True)
+        raise
+    return made
+
+
+def _backup(path: Path, data: bytes, info: os.stat_result) -> Path:
+    """``data`` as ``NAME.bak`` beside ``path`` (``.bak1``, ``.bak2`` ... when taken)."""
+    for n in range(1000):
+        try:
+            return _create(path.parent, f"{path.name}.bak{n or ''}", data, info)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.name}.bak ... {path.name}.bak999 all exist")
+
+
+def write_text_file(
+    file: TextFile,
+    text: str,
+    *,
+    what: str,
+    backup: bool = False,
+    limit: int = CONFIG_LIMIT,
+    error: ErrorType = ConfigError,
+) -> Path | None:
+    """Replace ``file`` with ``text`` in its encoding and line ends, safely; return the backup.
+
+    Refused, writing nothing: a link, a Hugging Face cache file, a read-only file, a result
+    over ``limit`` (the tool would then refuse to read it), a file that changed since it was
+    read (another writer). Else, under an exclusive lock: the backup (``backup``: exactly
+    ``file.raw``) and a uniquely named temporary file are created exclusively in the file's
+    folder with its permissions, synced, and the temporary file renamed over the file
+    (``os.replace``): a reader sees the old file or the new one, never half of one.
+    """
+    path, source = file.path, str(file.path)
+    data = file.encode(text)
+    if len(data) > limit:
+        raise error(
+            f"the edited {what} would be {len(data)} bytes, over the {limit} byte limit for such "
+            f"a file; nothing was written",
+            source=source,
+        )
+    info = _writable(path, what=what, error=error)
+    with _locked(path, what=what, error=error) as fd:
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            now = fh.read(limit + 1)
+        if now != file.raw:
+            raise error(
+                f"the {what} changed while it was being edited (another writer?); nothing was "
+                f"written: run the command again",
+                source=source,
+            )
+        saved = tmp = None
+        try:
+            saved = _backup(path, file.raw, info) if backup else None
+            tmp = _create(path.parent, None, data, info)
+            os.replace(tmp, path)
+            tmp = None
+            _sync_folder(path.parent)
+        except OSError as exc:
+            for left in (tmp, saved):
+                if left is not None:
+                    left.unlink(missing_ok=True)
+            raise error(f"cannot write the {what}: {exc.strerror or exc}", source=source) from None
+    return saved
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder, so a rename in it survives a crash (best effort: not every file system
+    opens folders)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 __all__ = [
     "CONFIG_LIMIT",
     "MAX_JSON_DEPTH",
+    "TextFile",
+    "in_hf_cache",
     "json_depth",
     "load_json",
     "read_bounded",
     "read_json_file",
+    "read_text_file",
     "regular_file",
-    "replace_text",
+    "write_text_file",
 ]

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from eagle3_contracts._io import read_json_file, replace_text
+from eagle3_contracts._io import read_json_file, read_text_file, write_text_file
 from eagle3_contracts.contract import CaptureContract, Order
 from eagle3_contracts.errors import ConfigError, ContractError
 
@@ -139,7 +139,8 @@ def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
 
     def bad(what: str, key: str) -> ConfigError:
         return ConfigError(
-            f"{STAMP_KEY}.{key}: {what}; re-stamp with `eagle3-contracts stamp`",
+            f"{STAMP_KEY}.{key}: {what}; re-stamp with `eagle3-contracts stamp DRAFT "
+            f"--trained-with X --target T --force`",
             source=source,
             field=f"{STAMP_KEY}.{key}",
         )
@@ -262,22 +263,22 @@ def write_stamp(draft: str | os.PathLike[str], stamp: Stamp) -> Path:
     """Add (or replace) the stamp block in the drafter's ``config.json``; return its path.
 
     A minimal textual edit: only the ``eagle3_contract`` member changes (or is added after the
-    last one), every other byte (key order, indentation, compact arrays) is kept; the file is
-    replaced atomically.
+    last one), every other byte (key order, indentation, compact arrays, encoding, line ends)
+    is kept; the file is replaced safely (``_io.write_text_file``).
     """
-    from eagle3_contracts._io import load_json, read_bounded
+    from eagle3_contracts._io import load_json
     from eagle3_contracts._json_edit import set_top_level_key
 
     path = _config_path(draft)
-    raw = read_bounded(path, what="draft config")
-    data = load_json(raw, what="draft config", source=str(path))
+    file = read_text_file(path, what="draft config")
+    data = load_json(file.text, what="draft config", source=str(path))
     if not isinstance(data, dict):
         raise ConfigError(
             f"a drafter config is a JSON object, got {type(data).__name__}", source=str(path)
         )
     parse_stamp(stamp.to_dict(), source=str(path))  # never write what read_stamp refuses
-    text = set_top_level_key(raw.decode("utf-8"), STAMP_KEY, stamp.to_dict())
-    replace_text(path, text if text.endswith("\n") else text + "\n", what="stamp")
+    text = set_top_level_key(file.text, STAMP_KEY, stamp.to_dict(), source=str(path))
+    write_text_file(file, text if text.endswith("\n") else text + "\n", what="draft config")
     return path
 
 

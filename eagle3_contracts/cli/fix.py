@@ -72,19 +72,21 @@ def run(args: argparse.Namespace) -> int:
             f"--trained-with SYSTEM or set {ENV_TRAINED_WITH}"
         )
     fix = fix_drafter(draft, target=target, serve_with=serve_with, trained_with=claim.trained_with)
-    print(f"training claim: {claim.describe()}", file=sys.stderr)
-    say = sys.stdout if args.write else sys.stderr
-    for key in fix.already_ok:
-        print(f"ok as it is: {key}", file=say)
-    for edit in fix.edits:
-        print(f"set {edit.describe()}", file=say)
+    lines = [f"ok as it is: {key}" for key in fix.already_ok]
+    lines += [f"set {edit.describe()}" for edit in fix.edits]
     if not args.write:
+        print(f"training claim: {claim.describe()}", *lines, sep="\n", file=sys.stderr)
         sys.stdout.write(fix.text)
         return 0
     if not fix.edits:
-        print(f"nothing to write: {fix.config_path} is read correctly by every release")
+        print(f"training claim: {claim.describe()}", file=sys.stderr)
+        print(
+            *lines,
+            f"nothing to write: {fix.config_path} is read correctly by every release",
+            sep="\n",
+        )
         return 0
-    backup = write_fix(fix)
+    backup = write_fix(fix)  # refused before any output: bad input is one stderr line
     again = check_drafter(  # the written file served, against the training of the original
         str(backup),
         target=target,
@@ -101,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"re-check after writing says {said}; {fix.config_path} was restored from its backup"
         )
+    print(f"training claim: {claim.describe()}", file=sys.stderr)
+    print(*lines, sep="\n")
     print(f"wrote {fix.config_path} (original kept as {backup})")
     print(f"re-check: ok for {', '.join(dict.fromkeys(r.plan.key for r in rows))}")
     return 0

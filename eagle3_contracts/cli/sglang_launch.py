@@ -22,6 +22,7 @@ COMMAND = "sglang-launch"
 HELP = "run SGLang's launch_server with the eagle3-contracts dump/guard forward hooks"
 DRAFT_FLAG = "--speculative-draft-model-path"
 HOOKS_FLAG = "--forward-hooks"
+HOOKS_LIMIT = 1 << 20  # characters of a --forward-hooks value (real ones are a few hundred)
 
 
 EPILOG = (
@@ -78,6 +79,7 @@ def _take(args: list[str], flag: str) -> tuple[str | None, list[str]]:
 
 def sglang_command(python: str, sglang_args: list[str]) -> list[str]:
     """The launch_server command with our hook specs merged into ``--forward-hooks``."""
+    from eagle3_contracts._io import load_json
     from eagle3_contracts.cli import UsageError
     from eagle3_contracts.integrations.sglang import forward_hooks
 
@@ -90,10 +92,13 @@ def sglang_command(python: str, sglang_args: list[str]) -> list[str]:
     given, args = _take(args, HOOKS_FLAG)
     specs: list[Any] = []
     if given is not None:
-        try:
-            specs = json.loads(given)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{HOOKS_FLAG} is not JSON: {exc}") from None
+        if len(given) > HOOKS_LIMIT:
+            raise UsageError(
+                f"{HOOKS_FLAG} is {len(given)} characters, over the {HOOKS_LIMIT} limit; give "
+                "SGLang a short JSON list of hook specs"
+            )
+        # bounded depth: a deeply nested value is refused, never a RecursionError
+        specs = load_json(given, what=f"{HOOKS_FLAG} value", source=None)
         if not isinstance(specs, list):
             raise UsageError(f"{HOOKS_FLAG} must be a JSON list of hook specs")
     specs += forward_hooks(draft_dir(draft))
@@ -166,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         from eagle3_contracts.integrations.sglang import draft_problem
 
         draft, _ = _take(list(args.sglang_args), DRAFT_FLAG)
-        problem = draft_problem(draft_dir(draft))
+        problem = draft_problem(draft_dir(draft), refuse_unreadable=True)
         if problem is not None:
             print(
                 f"eagle3-contracts sglang-launch: {problem}: the hooks stay off, SGLang runs "

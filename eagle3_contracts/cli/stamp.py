@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         resolve_model,
     )
     from eagle3_contracts.contract import CaptureContract
-    from eagle3_contracts.stamp import Stamp, read_stamp, write_stamp
+    from eagle3_contracts.errors import ConfigError
+    from eagle3_contracts.stamp import STAMP_KEY, Stamp, read_stamp, write_stamp
 
     hub = parse_hub_id(args.draft)
     if hub is not None and not args.show:
@@ -70,7 +71,12 @@ def run(args: argparse.Namespace) -> int:
         )
     args.draft, _ = resolve_model(args.draft, what="draft")
     args.target = args.target and resolve_model(args.target, what="target")[0]
-    current = read_stamp(args.draft)
+    try:
+        current = read_stamp(args.draft)
+    except ConfigError as exc:  # a malformed block: --force replaces it, as its message says
+        if args.show or not args.force or exc.field is None or not exc.field.startswith(STAMP_KEY):
+            raise
+        current = None
     if args.show:
         if current is None:
             print(f"{args.draft}: not stamped")

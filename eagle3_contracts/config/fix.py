@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle3_contracts._io import replace_text
+from eagle3_contracts._io import TextFile, read_text_file, write_text_file
 from eagle3_contracts._json_edit import edit_ids
 from eagle3_contracts.config.check import CheckReport, check_drafter
 from eagle3_contracts.config.plan import Fix, apply_fix
@@ -42,11 +42,12 @@ class DrafterFix:
     """The fixed config text and what changed; ``edits`` is empty when nothing needed fixing."""
 
     config_path: Path
-    original: str
-    text: str
+    original: str  # the file's text, line ends "\n"
+    text: str  # the fixed text, line ends "\n" (written in the file's encoding and line ends)
     edits: tuple[Edit, ...]
     already_ok: tuple[str, ...]  # release keys that read the drafter correctly as it is
     report: CheckReport  # the check before the fix
+    file: TextFile  # the file as read: its bytes (the backup), encoding and line ends
 
 
 def config_path(draft: str | os.PathLike[str]) -> Path:
@@ -70,7 +71,8 @@ def fix_drafter(
     )
     _check_fixable(report)
     edits = _edits(report)
-    original = path.read_text(encoding="utf-8")
+    file = read_text_file(path, what="draft config")
+    original = file.text
     fixed: dict[str, Any] = dict(report.draft.raw)
     for edit in edits.values():
         fixed = apply_fix(fixed, Fix(edit.ids, edit.path, ""))
@@ -78,7 +80,7 @@ def fix_drafter(
     if edits:
         _recheck(path, text, target, trained_with, serve_with)
     ok = tuple(r.plan.key for r in report.rows if r.ok)
-    return DrafterFix(path, original, text, tuple(edits.values()), ok, report)
+    return DrafterFix(path, original, text, tuple(edits.values()), ok, report, file)
 
 
 def _check_fixable(report: CheckReport) -> None:
@@ -157,22 +159,11 @@ def _recheck(
 
 
 def write_fix(fix: DrafterFix) -> Path:
-    """Write ``fix.text`` over the config (atomically), keeping the original beside it as
-    ``config.json.bak`` (``.bak1``, ``.bak2`` ... when taken); return the backup's path."""
-    path = fix.config_path
-    if path.is_symlink():
-        raise ConfigError(
-            "is a symlink (a Hugging Face cache file?); copy the drafter to a folder of your own "
-            "and fix that",
-            source=str(path),
-        )
-    backup = path.with_name(path.name + ".bak")
-    n = 0
-    while backup.exists():
-        n += 1
-        backup = path.with_name(f"{path.name}.bak{n}")
-    replace_text(backup, fix.original, what="backup")
-    replace_text(path, fix.text, what="fixed config")
+    """Write ``fix.text`` over the config (``_io.write_text_file``: safely, in the file's
+    encoding and line ends), keeping the original bytes beside it as ``config.json.bak``
+    (``.bak1``, ``.bak2`` ... when taken); return the backup's path."""
+    backup = write_text_file(fix.file, fix.text, what="draft config", backup=True)
+    assert backup is not None
     return backup
 
 

@@ -16,13 +16,14 @@ import ast
 import importlib.util
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from eagle3_contracts._io import read_json_file
+from eagle3_contracts._io import read_bounded, read_json_file
 from eagle3_contracts.conventions.hf import NESTED as NESTED_PATH
 from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
 from eagle3_contracts.errors import ConfigError
@@ -534,11 +535,13 @@ def _norm_flags(
 
 _HUB_ID = re.compile(
     r"^(?P<repo>[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})"
-    r"(?:@(?P<revision>[A-Za-z0-9][A-Za-z0-9_./-]{0,199}))?$"
+    r"(?:@(?P<revision>[A-Za-z0-9_./-]{1,200}))?$"
 )
 _FILE_SUFFIXES = (".json", ".safetensors", ".pt", ".bin", ".ckpt", ".gz")
 _TRUE = frozenset({"1", "ON", "YES", "TRUE"})  # huggingface_hub constants.py _is_true
 CONFIG = "config.json"
+HUB_TIMEOUT = 10.0
+"""Seconds the one request to the Hugging Face Hub may take on a cache miss."""
 WEIGHTS_INDEX = "model.safetensors.index.json"
 
 
@@ -558,15 +561,34 @@ class HubId:
         return "--".join(("models", *self.repo_id.split("/")))
 
 
+_PATH_LIKE = ("/", "./", "../", "~", "\\")
+
+
 def parse_hub_id(text: object) -> HubId | None:
-    """``text`` as a Hub id, or ``None`` when it is a local path (it exists, or it looks like a
-    file: ``.json``, ``.safetensors`` ...) or not of the form ``org/name[@revision]``."""
-    if not isinstance(text, str) or os.path.exists(text):
+    """``text`` as a Hub id, or ``None`` when it is a local path: it exists, it reads as one
+    (``./x``, ``/x``, ``~/x``, a file suffix: ``.json``, ``.safetensors`` ..., a first part
+    that is a local folder) or it is not a valid ``org/name[@revision]`` (huggingface_hub
+    ``utils/_validators.py`` ``validate_repo_id``: no ``--`` or ``..``, no ``-``/``.`` at either
+    end). A revision with an empty, ``.`` or ``..`` part is refused (``ConfigError``): it could
+    name a folder outside the HF cache."""
+    if not isinstance(text, str) or os.path.exists(text) or text.startswith(_PATH_LIKE):
         return None
     match = _HUB_ID.match(text)
     if match is None or match["repo"].lower().endswith(_FILE_SUFFIXES):
         return None
-    return HubId(match["repo"], match["revision"])
+    org, name = match["repo"].split("/")
+    if os.path.isdir(org) or any(
+        "--" in part or ".." in part or part[-1] in "-." for part in (org, name)
+    ):
+        return None
+    revision = match["revision"]
+    if revision is not None and any(part in ("", ".", "..") for part in revision.split("/")):
+        raise ConfigError(
+            f"{text}: the revision {revision!r} has an empty, '.' or '..' part; a revision is a "
+            f"branch, tag or commit hash (org/name@main, org/name@v1.0, org/name@<40 hex>)",
+            field="revision",
+        )
+    return HubId(match["repo"], revision)
 
 
 # -- the environment, as huggingface_hub reads it (constants.py:160-194) ---------------------
@@ -589,13 +611,26 @@ def offline() -> bool:
 
 
 # -- the cache -----------------------------------------------------------------------------------
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
 def _commit(hub: HubId, repo: Path) -> str:
-    """The commit ``hub.revision`` names in the cache: ``refs/<revision>``, else the revision
-    itself (a commit hash)."""
+    """The commit ``hub.revision`` names in the cache: ``refs/<revision>`` (which must hold a
+    commit hash: huggingface_hub writes one there, ``file_download.py`` ``_cache_commit_hash_for_specific_revision``),
+    else the revision itself (a commit hash)."""
     revision = hub.revision or "main"
     ref = repo / "refs" / revision
     if ref.is_file():
-        return ref.read_text(encoding="utf-8").strip()
+        raw = read_bounded(ref, what=f"HF cache ref of {hub}", limit=4096)
+        commit = raw.decode("ascii", "replace").strip()
+        if _COMMIT.fullmatch(commit) is None:
+            raise ConfigError(
+                f"holds {_short(commit)}, not a 40-hex commit hash; the HF cache is damaged: "
+                f"delete this file (huggingface_hub downloads it again)",
+                source=str(ref),
+                field="revision",
+            )
+        return commit
     return revision
 
 
@@ -638,7 +673,7 @@ def cached_weights(hub: HubId) -> Path | None:
 # -- resolution ----------------------------------------------------------------------------------
 def _miss(hub: HubId, what: str, network: str) -> ConfigError:
     return ConfigError(
-        f"{what} {hub}: not in the HF cache ({cache_dir()}); {network}",
+        f"{what} {hub}: no such local path, and not in the HF cache ({cache_dir()}); {network}",
         source=None,
         field=what.replace(" ", "_"),
     )
@@ -647,6 +682,18 @@ def _miss(hub: HubId, what: str, network: str) -> ConfigError:
 def _network_error(exc: Exception) -> str:
     first = " ".join(str(exc).split())[:240]
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _asking(hub: HubId, what: str) -> None:
+    """The progress line before the one request to the Hub, on a terminal only (a person waits
+    for it; a pipe or a log gets the one result line)."""
+    if sys.stderr.isatty():
+        print(
+            f"{what} {hub}: not in the HF cache; asking the Hugging Face Hub (one try, "
+            f"{HUB_TIMEOUT:g} s timeout) ...",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def config_file(hub: HubId, *, what: str = "model") -> tuple[Path, str]:
@@ -658,11 +705,21 @@ def config_file(hub: HubId, *, what: str = "model") -> tuple[Path, str]:
         return cached, "HF cache"
     if offline():
         raise _miss(hub, what, "HF_HUB_OFFLINE is set, so the network was not tried")
+    _asking(hub, what)
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
+        # One request, no retries (hf_hub_download retries a failing HEAD five times with
+        # backoff, huggingface_hub 2.4.0 file_download.py:1188 and utils/_http.py:469: ~47 s
+        # and a warning a retry without a network); only a reachable file is downloaded.
+        url = hf_hub_url(hub.repo_id, CONFIG, revision=hub.revision)
+        get_hf_file_metadata(url, timeout=HUB_TIMEOUT)
         path = hf_hub_download(
-            hub.repo_id, CONFIG, revision=hub.revision, cache_dir=str(cache_dir())
+            hub.repo_id,
+            CONFIG,
+            revision=hub.revision,
+            cache_dir=str(cache_dir()),
+            etag_timeout=HUB_TIMEOUT,
         )
     except Exception as exc:  # the library's network and not-found errors, as one line
         raise _miss(hub, what, f"the Hub was tried: {_network_error(exc)}") from None
@@ -701,10 +758,13 @@ def resolve_weights(text: str) -> tuple[str | dict[str, RemoteTensor], str | Non
         return str(cached), f"weights {hub}: HF cache {cached}"
     if offline():
         raise _miss(hub, "weights", "HF_HUB_OFFLINE is set, so the network was not tried")
+    _asking(hub, "weights")
     try:
         from huggingface_hub import HfApi
 
-        meta: Any = HfApi().get_safetensors_metadata(hub.repo_id, revision=hub.revision)
+        meta: Any = HfApi().get_safetensors_metadata(
+            hub.repo_id, revision=hub.revision, timeout=HUB_TIMEOUT
+        )
     except Exception as exc:  # the library's network and not-a-safetensors-repo errors
         raise _miss(hub, "weights", f"the Hub was tried: {_network_error(exc)}") from None
     tensors = {

@@ -26,6 +26,8 @@ from eagle3_contracts.errors import ContractError, DumpError
 from eagle3_contracts.layer_ids import check_layer_id, describe, uniform_shift
 
 if TYPE_CHECKING:
+    import torch
+
     from eagle3_contracts.capture.identify import MatchKind, SegmentIdentification
     from eagle3_contracts.capture.targets import Target
     from eagle3_contracts.dumps.format import Dump
@@ -378,6 +380,35 @@ def check_dump_against_target(dump: Dump, target: Target) -> None:
         )
 
 
+MAX_TOKENS = 1024
+"""Tokens per sequence a dump is identified on: its first ones (a causal model's state at a
+token depends only on the tokens up to it, so a prefix identifies exactly as the whole does)."""
+MAX_SEQUENCES = 8
+"""Sequences (batch rows) of a dump identified on: its first ones."""
+
+
+def _bounded(dump: Dump) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``MAX_SEQUENCES`` x ``MAX_TOKENS`` of ``dump``'s concatenation and token ids:
+    the forward that identifies it is bounded whatever the dump's length."""
+    import torch
+
+    rows, tokens = MAX_SEQUENCES, MAX_TOKENS
+    captured = torch.cat([s[:rows, :tokens] for s in dump.segments], dim=-1)
+    return captured, dump.input_ids[:rows, :tokens]
+
+
+def bound_note(dump: Dump) -> str | None:
+    """What ``_bounded`` left out of ``dump``, as a report note (``None``: nothing)."""
+    rows, tokens = (int(n) for n in dump.input_ids.shape)
+    if rows <= MAX_SEQUENCES and tokens <= MAX_TOKENS:
+        return None
+    return (
+        f"{dump.source}: identified on its first {min(tokens, MAX_TOKENS)} of {tokens} tokens"
+        f" in {min(rows, MAX_SEQUENCES)} of {rows} sequences (a causal model's state at a token "
+        f"depends only on the tokens up to it)"
+    )
+
+
 def diagnose_dump(
     dump: Dump,
     target: Target,
@@ -417,10 +448,11 @@ def diagnose_dump(
     expected = claim if claim is not None else own
     assert expected is not None
     device = next(target.model.parameters()).device  # a model the caller put on a GPU
+    captured, input_ids = _bounded(dump)
     ident: SegmentIdentification = identify_segments(
-        dump.captured.to(device),
+        captured.to(device),
         target.model,
-        dump.input_ids.to(device),
+        input_ids.to(device),
         hidden_size=dump.hidden_size,
         rtol=rtol,
         layers_path=target.layers_path,
@@ -622,7 +654,7 @@ def diagnose(
             model_type=target.model_type,
             architectures=target.architectures,
         )
-    notes = list(notes)
+    notes = [*notes, *filter(None, map(bound_note, dumps))]
     if len(dumps) == 1:
         step(f"identifying the segments of {dumps[0].source}")
         results: tuple[DumpDiagnosis, ...] = (

@@ -15,6 +15,7 @@ child hands the tensors back as a safetensors file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -251,8 +252,28 @@ def _child_load(src: str, out: str, budget: int, record: int) -> dict[str, Any]:
         obj = obj[record]
     if not isinstance(obj, dict):
         return {"error": f"holds a {type(obj).__name__}, not a dict of tensors"}
-    tensors = {str(k): v.contiguous() for k, v in obj.items() if isinstance(v, torch.Tensor)}
-    save_file(tensors, out)
+    tensors: dict[str, torch.Tensor] = {}
+    storages: set[int] = set()
+    for key, value in obj.items():
+        if not isinstance(value, torch.Tensor):
+            continue
+        if value.layout != torch.strided:  # safetensors stores dense tensors only
+            return {
+                "error": f"tensor {str(key)[:80]!r} is {value.layout}, not a dense tensor; save "
+                f"hidden states dense (tensor.to_dense())"
+            }
+        storage = value.untyped_storage()
+        whole = storage.nbytes() == value.numel() * value.element_size()
+        if storage.data_ptr() in storages or not whole or not value.is_contiguous():
+            value = value.clone(memory_format=torch.contiguous_format)  # a view: its own copy
+        storages.add(storage.data_ptr())
+        tensors[str(key)] = value
+    try:
+        save_file(tensors, out)
+    except MemoryError as exc:
+        return {"error": f"over the memory limit while copying ({str(exc)[:120]})"}
+    except Exception as exc:
+        return {"error": f"its tensors cannot be copied out: {' '.join(str(exc).split())[:300]}"}
     return {"keys": [str(k) for k in obj], "records": records}
 
 
@@ -275,8 +296,11 @@ def _load_restricted(path: Path, record: int = 0) -> dict[str, Any]:
             try:
                 answer = _child_load(str(path), str(out), budget, record)
                 answer_file.write_text(json.dumps(answer))
-            except BaseException:
+            except BaseException as exc:  # still say why, unless there is no memory to
                 code = 70
+                with contextlib.suppress(BaseException):
+                    why = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                    answer_file.write_text(json.dumps({"error": why}))
             finally:
                 os._exit(code)
         deadline = time.monotonic() + LOAD_TIMEOUT_S
@@ -304,11 +328,13 @@ def _load_restricted(path: Path, record: int = 0) -> dict[str, Any]:
                 f"torch.load(weights_only=True) refused it: {answer['error']}", source=str(path)
             )
         if "keys" not in answer:
-            raise DumpError(
-                f"the loading child ended without an answer (exit status {status}; killed past "
-                f"its memory limit?)",
-                source=str(path),
+            signal = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+            how = (
+                f"killed by signal {signal}: past its memory limit?"
+                if signal is not None
+                else f"exit status {os.waitstatus_to_exitcode(status)}"
             )
+            raise DumpError(f"the loading child ended without an answer ({how})", source=str(path))
         tensors, _ = read_safetensors(out)
         tensors = {k: v.clone() for k, v in tensors.items()}  # off the temporary file
     return {"keys": answer["keys"], "records": answer["records"], "tensors": tensors}

@@ -141,10 +141,10 @@ def _hub_draft(config: pytest.Config, pattern: str) -> bool:
     from eagle3_contracts.config.readers import config_file, parse_hub_id
     from eagle3_contracts.errors import ConfigError
 
-    hub = parse_hub_id(pattern)
-    if hub is None or (config.rootpath / pattern).exists():
-        return False
     try:
+        hub = parse_hub_id(pattern)
+        if hub is None or (config.rootpath / pattern).exists():
+            return False
         path, _ = config_file(hub, what="draft")
     except ConfigError as exc:
         raise pytest.UsageError(f"eagle3_configs entry {pattern!r}: {exc}") from None
@@ -223,11 +223,17 @@ def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:
             shown = ", ".join(str(r) for r in roots)
             raise pytest.UsageError(
                 f"eagle3_configs pattern {pattern!r} matches {len(matches)} file(s) under "
-                f"{root} (e.g. {matches[0].relative_to(root)}), none inside the collected paths "
+                f"{root} (e.g. {_relative(matches[0], root)}), none inside the collected paths "
                 f"({shown}): add their folder to testpaths"
             )
         found.update(matches)
     return frozenset(found)
+
+
+def _relative(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` when inside it, else in full (a glob with ``..`` can match
+    files outside the rootdir)."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def _cuda_available() -> bool:
@@ -355,10 +361,7 @@ class DrafterServeItem(pytest.Item):
         hub = getattr(self.parent, "hub_id", None)
         if hub:
             return str(hub)
-        try:
-            return str(self.path.relative_to(self.config.rootpath))
-        except ValueError:
-            return str(self.path)
+        return _relative(self.path, self.config.rootpath)
 
 
 # -- fixtures ------------------------------------------------------------------------------

@@ -326,3 +326,41 @@ def test_two_dumps_without_a_claim_take_training_as_the_reference_and_give_the_f
     assert any("training dump" in note for note in report.notes)
     data = report.to_dict()
     assert data["schema_version"] == 1 and data["dumps"][1]["fix_setting"]["ids"] == [1, 3, 5]
+
+
+def test_a_long_dump_is_identified_on_a_bounded_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dump longer than the token cap (and with more sequences than the row cap) is
+    identified on its first tokens of its first sequences, exactly, and the report says so:
+    the forward never runs on the whole dump."""
+    import eagle3_contracts.capture.identify as identify
+    from eagle3_contracts.dumps import diagnose as diagnose_module
+
+    monkeypatch.setattr(diagnose_module, "MAX_TOKENS", 5)
+    monkeypatch.setattr(diagnose_module, "MAX_SEQUENCES", 2)
+    model = build_synthetic(SyntheticConfig(num_layers=6, hidden_size=16, seed=1))
+    input_ids = seeded_input_ids(64, 3, 40, seed=1)
+    states = capture_states(model, input_ids, [1, 3, 5])
+    path = write_dump(
+        tmp_path / "long.safetensors",
+        [states[i] for i in (1, 3, 5)],
+        input_ids,
+        layer_ids=[1, 3, 5],
+        convention=CANONICAL,
+        system="test: a long dump",
+    )
+    shapes: list[tuple[int, ...]] = []
+    real = identify.identify_segments
+
+    def spy(captured: torch.Tensor, model: torch.nn.Module, ids: torch.Tensor, **kw):  # type: ignore[no-untyped-def]
+        shapes.append(tuple(captured.shape))
+        return real(captured, model, ids, **kw)
+
+    monkeypatch.setattr(identify, "identify_segments", spy)
+    report = diagnose([read_dump(path)], target_from_model(model, random_init=True, seed=1))
+    assert shapes == [(2, 5, 48)]
+    assert report.ok and report.dumps[0].found == (1, 3, 5)
+    assert f"{path}: identified on its first 5 of 40 tokens in 2 of 3 sequences" in " ".join(
+        report.notes
+    )

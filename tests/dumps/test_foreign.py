@@ -244,6 +244,37 @@ def test_bad_pickled_files_are_one_line(world, tmp_path: Path, content, expect: 
     assert expect in str(err.value) and "\n" not in str(err.value)
 
 
+def test_shared_tensors_read_as_their_own_copies(world, tmp_path: Path) -> None:
+    """ModelOpt's layout whose hidden_states is a view of aux_hidden_states (one storage, as
+    ``torch.save`` keeps it): read, never refused as a child killed past its memory."""
+    path = modelopt_file(world, tmp_path / "0.pt", 1, 2, 3)
+    data = torch.load(path, weights_only=True)
+    data["hidden_states"] = data["aux_hidden_states"][:, :H]  # a view: shared storage
+    data["ids_again"] = data["input_ids"]  # the same tensor twice
+    torch.save(data, path)
+    dump = read_any_dump(path, ForeignClaim((1, 2, 3), "modelopt"))
+    assert dump.layer_ids == (1, 2, 3)
+    assert torch.equal(
+        torch.cat(dump.segments, dim=-1).reshape(-1, 3 * H), data["aux_hidden_states"]
+    )
+
+
+def test_a_sparse_tensor_is_named_not_a_memory_kill(world, tmp_path: Path) -> None:
+    path = tmp_path / "0.pt"
+    torch.save(
+        {
+            "input_ids": world["ids"].clone(),
+            "aux_hidden_states": torch.eye(len(world["ids"]), 3 * H).to_sparse(),
+        },
+        path,
+    )
+    with pytest.raises(DumpError) as err:
+        read_any_dump(path, ForeignClaim((1, 2, 3), "modelopt"))
+    message = str(err.value)
+    assert "'aux_hidden_states' is torch.sparse_coo, not a dense tensor" in message, message
+    assert "memory" not in message and "\n" not in message
+
+
 def test_speculators_claim_count_is_checked(world, tmp_path: Path) -> None:
     path = speculators_file(world, tmp_path / "hs_1.safetensors", 1, 2, 3)
     with pytest.raises(DumpError, match="holds 4 layers"):

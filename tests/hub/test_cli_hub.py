@@ -60,7 +60,7 @@ def test_missing_hub_id_is_one_line(env: dict[str, str]) -> None:
     done = cli(env, "check", "org/nothing@v2", "--num-layers", "6", "--hidden-size", "16")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
-    assert "draft org/nothing@v2: not in the HF cache" in done.stderr
+    assert "draft org/nothing@v2: no such local path, and not in the HF cache" in done.stderr
     assert "HF_HUB_OFFLINE is set, so the network was not tried" in done.stderr
 
 
@@ -86,7 +86,7 @@ def test_stamp_shows_a_hub_drafter_and_never_writes_into_the_cache(
 def test_diagnose_target_hub_id_miss_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
     done = cli(env, "diagnose", "--dump", str(tmp_path / "d.safetensors"), "--target", "org/gone")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "target org/gone: not in the HF cache" in done.stderr
+    assert "target org/gone: no such local path, and not in the HF cache" in done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +165,81 @@ def test_plugin_drafter_as_hub_id(
     missing = pytester.runpytest("-p", "no:cacheprovider")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     missing.stderr.fnmatch_lines(["*org/missing*not in the HF cache*network was not tried*"])
+
+
+# -- no network, a mistyped path, '..' ---------------------------------------------------------
+def _closed_port() -> str:
+    """An address nothing listens on: a connection to it is refused at once."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_a_cache_miss_without_network_is_one_try_and_one_line(env: dict[str, str]) -> None:
+    """huggingface_hub retries a refused HEAD five times with backoff (~47 s, a warning a
+    retry); the miss asks once and answers in one line."""
+    import time
+
+    online = {k: v for k, v in env.items() if k != "HF_HUB_OFFLINE"}
+    online["HF_ENDPOINT"] = _closed_port()
+    began = time.monotonic()
+    done = cli(online, "stamp", "org/nothing", "--show")
+    took = time.monotonic() - began
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(
+        "eagle3-contracts: error: draft org/nothing: no such local path, and not in the HF cache"
+    )
+    assert "the Hub was tried: ConnectError" in lines[0]
+    assert took < 15, f"{took:.1f} s"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["./drafts/mine", "drafts/mine-eagle3", "drafts/mine@main", "org--x/name", "org/name."],
+)
+def test_a_missing_local_path_is_no_hub_id(env: dict[str, str], tmp_path: Path, name: str) -> None:
+    """A name that reads as a path (``./``, a first part that is a local folder, not a valid
+    repo id) is a local path that does not exist: one line, and the network never tried."""
+    (tmp_path / "drafts").mkdir()
+    online = {k: v for k, v in env.items() if k != "HF_HUB_OFFLINE"}
+    online["HF_ENDPOINT"] = _closed_port()
+    done = subprocess.run(
+        [ENTRY, "stamp", name, "--show"],
+        env=online,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "no such file" in done.stderr and "Hub" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("revision", ["main/../../x", "..", "v1//x", "./main"])
+def test_a_revision_with_dotdot_is_refused(env: dict[str, str], revision: str) -> None:
+    done = cli(env, "stamp", f"org/draft@{revision}", "--show")
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"the revision {revision!r} has an empty, '.' or '..' part" in done.stderr
+
+
+def test_a_ref_file_naming_a_folder_outside_the_cache_is_refused(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """``refs/main`` holding ``../../../elsewhere`` would read a config.json outside the cache."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "config.json").write_bytes(config_bytes(DRAFT))
+    ref = Path(env["HF_HUB_CACHE"]) / "models--org--draft" / "refs" / "main"
+    ref.write_text(os.path.relpath(elsewhere, ref.parent.parent / "snapshots"))
+    done = cli(env, "stamp", "org/draft", "--show")
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "not a 40-hex commit hash; the HF cache is damaged" in done.stderr
+    assert str(elsewhere) not in done.stdout

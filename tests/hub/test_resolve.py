@@ -129,8 +129,12 @@ def test_online_miss_says_the_hub_was_tried(cache: Path, monkeypatch) -> None:
     )
     lines = done.stdout.splitlines()
     assert len(lines) == 2, done.stdout + done.stderr[-800:]
-    assert lines[0].startswith("ConfigError target org/missing: not in the HF cache")
-    assert lines[1].startswith("ConfigError weights org/missing: not in the HF cache")
+    assert lines[0].startswith(
+        "ConfigError target org/missing: no such local path, and not in the HF cache"
+    )
+    assert lines[1].startswith(
+        "ConfigError weights org/missing: no such local path, and not in the HF cache"
+    )
     assert all("the Hub was tried" in line for line in lines)
 
 
@@ -203,7 +207,10 @@ def test_hub_weights_from_the_cached_snapshot(cache: Path, tmp_path: Path) -> No
 
 def test_hub_weights_not_cached_offline_is_one_line(cache: Path) -> None:
     add_repo(cache, "org/draft", {"config.json": config_bytes(DRAFT)})
-    with pytest.raises(ConfigError, match=r"weights org/draft: not in the HF cache .*not tried"):
+    with pytest.raises(
+        ConfigError,
+        match=r"weights org/draft: no such local path, and not in the HF cache .*not tried",
+    ):
         check_drafter(
             "org/draft",
             num_layers=6,

@@ -250,7 +250,9 @@ class FakeDownload:
         self.cache, self.error = cache, error
         self.calls: list[tuple[str, str, str | None, str]] = []
 
-    def __call__(self, repo_id: str, filename: str, *, revision: str | None, cache_dir: str) -> str:
+    def __call__(
+        self, repo_id: str, filename: str, *, revision: str | None, cache_dir: str, **_: object
+    ) -> str:
         self.calls.append((repo_id, filename, revision, cache_dir))
         if self.error is not None:
             raise self.error
@@ -273,8 +275,9 @@ class FakeApi:
     error: Exception | None = None
 
     def get_safetensors_metadata(
-        self, repo_id: str, *, revision: str | None
+        self, repo_id: str, *, revision: str | None, timeout: float
     ) -> SafetensorsRepoMetadata:
+        assert timeout == hub.HUB_TIMEOUT
         self.calls.append((repo_id, revision))
         if self.error is not None:
             raise self.error
@@ -291,7 +294,10 @@ def online(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _stub_download(monkeypatch: pytest.MonkeyPatch, fake: FakeDownload) -> FakeDownload:
+    """``hf_hub_download`` replaced by ``fake``, and the one metadata request before it answered
+    (the file is there)."""
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda url, **_: None)
     return fake
 
 
@@ -357,14 +363,19 @@ def test_offline_config_miss(cache: Path) -> None:
     with pytest.raises(ConfigError) as err:
         hub.config_file(hub.HubId("org/missing", "v1"))
     text = _refusal(err, "model")
-    assert text == f"model org/missing@v1: not in the HF cache ({cache}); {NOT_TRIED}"
+    assert (
+        text
+        == f"model org/missing@v1: no such local path, and not in the HF cache ({cache}); {NOT_TRIED}"
+    )
 
 
 def test_resolve_model_names_a_model_by_default(cache: Path) -> None:
     """Without ``what``, a miss is about the ``model`` (field and message)."""
     with pytest.raises(ConfigError) as err:
         hub.resolve_model("org/missing")
-    assert _refusal(err, "model").startswith("model org/missing: not in the HF cache")
+    assert _refusal(err, "model").startswith(
+        "model org/missing: no such local path, and not in the HF cache"
+    )
 
 
 def test_a_refusal_field_is_what_the_caller_named(cache: Path) -> None:
@@ -372,7 +383,7 @@ def test_a_refusal_field_is_what_the_caller_named(cache: Path) -> None:
     with pytest.raises(ConfigError) as err:
         hub.resolve_model("org/missing", what="draft model")
     text = _refusal(err, "draft_model")
-    assert text.startswith("draft model org/missing: not in the HF cache")
+    assert text.startswith("draft model org/missing: no such local path, and not in the HF cache")
 
 
 def test_online_config_miss_says_why_in_one_line(
@@ -384,7 +395,7 @@ def test_online_config_miss_says_why_in_one_line(
         hub.resolve_model("org/missing@v1", what="target")
     text = _refusal(err, "target")
     assert text == (
-        f"target org/missing@v1: not in the HF cache ({online}); "
+        f"target org/missing@v1: no such local path, and not in the HF cache ({online}); "
         "the Hub was tried: OSError: connection refused"
     )
     assert fake.calls == [("org/missing", "config.json", "v1", str(online))]
@@ -437,7 +448,10 @@ def test_offline_weights_miss(cache: Path) -> None:
     with pytest.raises(ConfigError) as err:
         hub.resolve_weights("org/draft@v1")
     text = _refusal(err, "weights")
-    assert text == f"weights org/draft@v1: not in the HF cache ({cache}); {NOT_TRIED}"
+    assert (
+        text
+        == f"weights org/draft@v1: no such local path, and not in the HF cache ({cache}); {NOT_TRIED}"
+    )
 
 
 def test_uncached_weights_are_read_as_headers(
@@ -476,7 +490,7 @@ def test_online_weights_miss_says_why_in_one_line(
         hub.resolve_weights("org/bin@v2")
     text = _refusal(err, "weights")
     assert text == (
-        f"weights org/bin@v2: not in the HF cache ({online}); "
+        f"weights org/bin@v2: no such local path, and not in the HF cache ({online}); "
         "the Hub was tried: ValueError: 'org/bin' is not a safetensors repo."
     )
     assert api.calls == [("org/bin", "v2")]
@@ -501,3 +515,39 @@ def test_network_error_is_one_bounded_line(exc: Exception, line: str) -> None:
     """The class name, then the message's words on one line, cut at 240 characters; a bare
     class name when the message is empty."""
     assert hub._network_error(exc) == line
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_miss_asks_once_with_a_progress_line_on_a_terminal(
+    online: Path, monkeypatch: pytest.MonkeyPatch, terminal: bool
+) -> None:
+    """The one request is said before it is made when a person watches stderr; a pipe gets
+    only the result. A request that fails is never followed by the download's retries."""
+    import io
+
+    class Stderr(io.StringIO):
+        def isatty(self) -> bool:
+            return terminal
+
+    asked: list[tuple[str, float]] = []
+
+    def unreachable(url: str, *, timeout: float, **_: object) -> None:
+        asked.append((url, timeout))
+        raise OSError("network is unreachable")
+
+    fake = _stub_download(monkeypatch, FakeDownload(online))
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", unreachable)
+    err = Stderr()
+    monkeypatch.setattr("sys.stderr", err)
+    with pytest.raises(ConfigError, match="the Hub was tried: OSError: network is unreachable"):
+        hub.config_file(hub.HubId("org/missing"), what="draft")
+    assert len(asked) == 1 and asked[0][1] == hub.HUB_TIMEOUT and fake.calls == []
+    said = err.getvalue().splitlines()
+    assert said == (
+        [
+            "draft org/missing: not in the HF cache; asking the Hugging Face Hub (one try, 10 s "
+            "timeout) ..."
+        ]
+        if terminal
+        else []
+    )

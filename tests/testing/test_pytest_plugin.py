@@ -193,6 +193,38 @@ def test_configs_outside_testpaths_are_a_usage_error_not_a_silent_pass(pytester)
     )
 
 
+def test_a_glob_with_dotdot_outside_the_rootdir_is_a_usage_error_not_internalerror(pytester):
+    """A glob reaching out of the rootdir (``..``) names its match in full in the message."""
+    draft, _ = examples.load("kimi-k2.5")
+    outside = pytester.path.parent / f"{pytester.path.name}-outside"
+    for name in ("kimi", "kimi-copy"):
+        (outside / name).mkdir(parents=True)
+        shutil.copy(draft, outside / name / "config.json")
+    pattern = f"../{outside.name}/*/config.json"
+    pytester.makeini(f"[pytest]\ntestpaths = tests\neagle3_configs = {pattern}\n")
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_other.py").write_text("def test_other(): pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: eagle3_configs pattern '{pattern}' matches 2 file(s) under * (e.g. "
+            f"{outside}/kimi*/config.json), none inside the collected paths*"
+        ]
+    )
+
+
+def test_a_hub_id_with_dotdot_in_its_revision_is_a_usage_error(pytester):
+    _drafter_repo(pytester, "eagle3_configs = org/draft@main/../../x\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(
+        ["ERROR: eagle3_configs entry 'org/draft@main/../../x': *'..' part*"]
+    )
+
+
 def test_an_explicit_path_argument_may_leave_the_configs_out(pytester):
     _drafter_repo(pytester, "eagle3_configs = drafters/*/config.json\n")
     pytester.makepyfile(test_other="def test_other(): pass")

@@ -30,8 +30,12 @@ serving continues, unless the guard is ``strict``.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+from eagle3_contracts._io import read_json_file
+from eagle3_contracts.errors import ConfigError
 
 HOOK_FACTORY = "eagle3_contracts.integrations.sglang.hooks:hook_factory"
 PREFIXES = ("", "language_model.")
@@ -68,15 +72,22 @@ def forward_hooks_json(draft_path: str | None = None) -> str:
     return json.dumps(forward_hooks(draft_path))
 
 
-def draft_problem(draft_path: str | None) -> str | None:
-    """Why the drafter at ``draft_path`` is not an EAGLE-3 drafter (``None``: it is, or its
-    ``config.json`` cannot be read)."""
+def draft_problem(draft_path: str | None, *, refuse_unreadable: bool = False) -> str | None:
+    """Why the drafter at ``draft_path`` is not an EAGLE-3 drafter (``None``: it is, or it has
+    no ``config.json``). Its ``config.json`` is read bounded (``_io.read_json_file``: a FIFO or
+    ``/dev/zero`` is refused, never read); one that cannot be read is the problem, or with
+    ``refuse_unreadable`` its ``ConfigError`` (the launcher's bad input)."""
     if not draft_path:
         return None
-    try:
-        config = json.loads((Path(draft_path) / "config.json").read_text())
-    except (OSError, ValueError):
+    path = Path(draft_path) / "config.json"
+    if not os.path.lexists(path):
         return None
+    try:
+        config = read_json_file(path, what="draft config")
+    except ConfigError as exc:
+        if refuse_unreadable:
+            raise
+        return str(exc)
     archs = (config.get("architectures") if isinstance(config, dict) else None) or []
     if any("eagle3" in str(a).lower() for a in archs):
         return None

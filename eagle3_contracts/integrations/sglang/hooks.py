@@ -38,7 +38,6 @@ SGLang facts this relies on (0.5.23 wheel, ``sglang/srt/``; the hook mechanics a
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import sys
@@ -429,7 +428,16 @@ class Session:
         target: dict[str, Any] = config.to_dict() if config is not None else {}
         found = self._identify(captured, hidden, target)
         if self.settings.dump_dir is not None:
-            self._dump(captured, input_ids, found, hidden, release)
+            try:
+                self._dump(captured, input_ids, found, hidden, release)
+            except Exception as exc:  # a dump that cannot be written never weakens the guard
+                self.log.warning(
+                    "%s dump: cannot write in %s (%s); dumping off, serving continues [%s]",
+                    PREFIX,
+                    self.settings.dump_dir,
+                    getattr(exc, "strerror", None) or _one_line(exc)[:300],
+                    self._where(),
+                )
         if self.settings.guard is not None:
             self._guard(found, release, target)
 
@@ -510,9 +518,10 @@ class Session:
         if source.kind == "stamp" and source.stamp is not None:
             return source.stamp.contract.layer_ids, source.describe()
         if source.trained_with and self.draft_path:
+            from eagle3_contracts._io import read_json_file
             from eagle3_contracts.config.plan import resolve
 
-            draft = json.loads((Path(self.draft_path) / "config.json").read_text())
+            draft = read_json_file(Path(self.draft_path) / "config.json", what="draft config")
             plan = resolve(draft, dict(target), source.trained_with)
             return tuple(plan.layer_ids), source.describe()
         return None, source.describe()

@@ -461,12 +461,12 @@ class Session:
                 hidden_size=self.hidden_size,
                 extra_metadata=metadata,
             )
-        except OSError as exc:
+        except Exception as exc:  # a full disk, safetensors' own error: never the verdict
             self.log.warning(
                 "%s dump: cannot write %s (%s); dumping off, serving continues",
                 self.head(),
                 directory,
-                exc.strerror or one_line(exc),
+                getattr(exc, "strerror", None) or one_line(exc)[:300],
             )
             return
         self.log.info(

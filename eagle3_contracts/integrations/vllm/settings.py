@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -14,6 +15,8 @@ ENV_GUARD = "EAGLE3_CONTRACTS_GUARD"
 ENV_GUARD_TOKENS = "EAGLE3_CONTRACTS_GUARD_TOKENS"
 GUARD_MODES = ("warn", "strict")
 DEFAULT_GUARD_TOKENS = 32
+MAX_GUARD_TOKENS = 65536  # prefill tokens recorded per layer: bounds the guard's memory
+_ASCII_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,25 @@ def parse_mode(value: str | None) -> str | None:
     return mode
 
 
+def parse_guard_tokens(value: str | None) -> tuple[int, str | None]:
+    """``EAGLE3_CONTRACTS_GUARD_TOKENS``: ASCII digits, 1 to ``MAX_GUARD_TOKENS`` (``str.isdigit``
+    also takes digits ``int`` refuses, like ``"²"``); unset: the default. A bad value gives the
+    default and the problem, never an exception: the guard stays on."""
+    text = (value or "").strip()
+    if value is None or not text:
+        return DEFAULT_GUARD_TOKENS, None
+    if _ASCII_DIGITS.fullmatch(text) and 0 < int(text) <= MAX_GUARD_TOKENS:
+        return int(text), None
+    return DEFAULT_GUARD_TOKENS, (
+        f"{ENV_GUARD_TOKENS}={_short(text)} is not a whole number from 1 to {MAX_GUARD_TOKENS}; "
+        f"using {DEFAULT_GUARD_TOKENS}"
+    )
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
 def read_settings(environ: Mapping[str, str] | None = None) -> Settings | None:
     """``Settings`` from the environment, ``None`` when neither dump nor guard is asked for.
 
@@ -61,13 +83,9 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Settings | None:
     except ContractError as exc:
         problems.append(f"{exc}; the guard is off")
         guard = None
-    text = env.get(ENV_GUARD_TOKENS, str(DEFAULT_GUARD_TOKENS)).strip()
-    tokens = int(text) if text.isdigit() and int(text) > 0 else None
-    if tokens is None:
-        problems.append(
-            f"{ENV_GUARD_TOKENS}={text!r} is not a positive integer; using {DEFAULT_GUARD_TOKENS}"
-        )
-        tokens = DEFAULT_GUARD_TOKENS
+    tokens, problem = parse_guard_tokens(env.get(ENV_GUARD_TOKENS))
+    if problem is not None:
+        problems.append(problem)
     if dump is None and guard is None:
         return Settings(None, None, tokens, None, tuple(problems))
     try:

@@ -234,3 +234,68 @@ def test_launch_with_a_non_eagle3_drafter_is_one_line_and_still_launches(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "['LlamaForCausalLMEagle'], not an EAGLE-3 drafter: the hooks stay off" in line
     assert launched and launched[0][3:7] == argv  # SGLang runs all the same
+
+
+def _stamped(directory: Path, trained: tuple[int, ...], num_layers: int, hidden: int) -> str:
+    from eagle3_contracts.contract import CaptureContract
+    from eagle3_contracts.stamp import Stamp, write_stamp
+
+    _write_draft(directory, "LlamaForCausalLMEagle3")
+    contract = CaptureContract(trained, num_layers, hidden, "as_listed")
+    write_stamp(directory, Stamp(contract, trained_with="specforge-hf"))
+    return str(directory)
+
+
+def _dump_places(tmp_path: Path) -> dict[str, Path]:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    return {"under a file": a_file / "dumps", "a file": a_file}
+
+
+@pytest.mark.parametrize("place", ["under a file", "a file"])
+def test_a_dump_that_cannot_be_written_never_weakens_strict(
+    guarded: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    place: str,
+) -> None:
+    """The dump's write error is logged as such; the proven MISMATCH still stops serving."""
+    from eagle3_contracts.integrations.vllm.verdict import WiringMismatch
+
+    monkeypatch.setenv("EAGLE3_CONTRACTS_DUMP", str(_dump_places(tmp_path)[place]))
+    draft = _stamped(tmp_path / "draft", (0, 1, 2), num_layers=4, hidden=8)
+    _register(_runner(), draft)
+    session = sg_hooks.session()
+    assert session is not None and session.active
+    batch, rows = _batch(), 5
+    stream = torch.randn(rows, 8)
+    session.on_embedding(nn.Identity(), (), stream)
+    states = []
+    for _ in range(4):
+        stream = stream + torch.randn(rows, 8)
+        states.append(stream)
+        session.on_layer(nn.Identity(), (torch.arange(rows), stream, batch), stream)
+    aux = torch.cat(states[1:], dim=-1)  # layers 1, 2, 3: one layer late for (0, 1, 2)
+    logits = nn.Identity()
+    target = {"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 8, "vocab_size": 64}
+    logits.config = SimpleNamespace(to_dict=lambda: dict(target))  # the target's config
+    with pytest.raises(WiringMismatch, match="MISMATCH"):
+        session.on_logits(logits, (torch.arange(rows), aux, None, batch, [aux]), None)
+    assert session.verdict is not None and session.verdict.status == "mismatch"
+    lines = _lines(caplog)
+    assert any("dump: cannot write in" in line and "serving continues" in line for line in lines)
+    assert not any("cannot observe" in line for line in lines), lines
+
+
+def test_the_hook_factory_takes_a_bad_token_count(
+    guarded: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``"²"`` passes ``str.isdigit`` and fails ``int``: the factory still arms a strict guard
+    on the default count and says why."""
+    monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD_TOKENS", "\u00b2")
+    hooks = _register(_runner())
+    session = sg_hooks.session()
+    assert all(h is not None for h in hooks) and session is not None and session.active
+    assert session.settings.strict and session.settings.guard_tokens == 32
+    assert any("is not a whole number from 1 to 65536; using 32" in line for line in _lines(caplog))

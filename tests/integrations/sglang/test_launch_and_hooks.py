@@ -64,7 +64,15 @@ def test_command_merges_given_forward_hooks_and_reads_no_stamp_from_a_missing_fo
     ("argv", "needle"),
     [
         (["sglang-launch", "--"], "arguments after --"),
-        (["sglang-launch", "--", "--model-path", "M", "--forward-hooks", "{"], "not JSON"),
+        (["sglang-launch", "--", "--model-path", "M", "--forward-hooks", "{"], "not valid JSON"),
+        (
+            ["sglang-launch", "--", "--model-path", "M", "--forward-hooks", "[" * 100_000],
+            "nests JSON deeper than 64 levels",
+        ),
+        (
+            ["sglang-launch", "--", "--model-path", "M", "--forward-hooks", "[" * (2 << 20)],
+            "over the 1048576 limit",
+        ),
         (["sglang-launch", "--", "--model-path", "M", "--forward-hooks", "{}"], "JSON list"),
         (["sglang-launch", "--", "--model-path", "M", "--forward-hooks"], "needs a value"),
     ],
@@ -194,3 +202,39 @@ def test_a_hub_id_draft_missing_from_the_cache_is_one_line(
     assert main([*argv, "--speculative-draft-model-path", "org/missing"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "org/missing" in err and "HF_HUB_OFFLINE" in err
+
+
+@pytest.mark.parametrize(
+    ("kind", "needle"), [("fifo", "FIFO"), ("dev-zero", "character device"), ("deep", "deeper")]
+)
+def test_an_unreadable_drafter_config_is_refused_not_read(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    kind: str,
+    needle: str,
+) -> None:
+    """The drafter's config.json is read bounded: a FIFO would block forever, /dev/zero read
+    until memory runs out; each is one line, exit 2, and SGLang is not started."""
+    import os
+
+    from eagle3_contracts.cli import sglang_launch
+
+    launched: list[list[str]] = []
+    monkeypatch.setattr(sglang_launch.os, "execv", lambda path, argv: launched.append(argv))
+    monkeypatch.setattr(sglang_launch, "_check_sglang", lambda python: None)
+    monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", "strict")
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    config = draft / "config.json"
+    if kind == "fifo":
+        os.mkfifo(config)
+    elif kind == "dev-zero":
+        config.symlink_to("/dev/zero")
+    else:
+        config.write_text("[" * 5000 + "]" * 5000)
+    argv = ["--model-path", "M", "--speculative-draft-model-path", str(draft)]
+    assert main(["sglang-launch", "--python", "py", "--", *argv]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert needle in line and str(config) in line
+    assert not launched

@@ -14,6 +14,7 @@ import enum
 import logging
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -338,3 +339,28 @@ def test_a_rank_that_does_not_record_says_why_in_one_line_and_leaves_vllm_untouc
     assert expected in line, line
     assert runner.execute_model == execute  # serving untouched
     assert runner.drafter.combine_hidden_states == combine
+
+
+@pytest.mark.parametrize(
+    "error", [OSError(28, "No space left on device"), RuntimeError("safetensors: write failed")]
+)
+def test_a_dump_that_cannot_be_written_never_weakens_strict(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, error: Exception
+) -> None:
+    """Whatever the dump's write raises, it is one warning and the guard still judges."""
+    import eagle3_contracts.dumps.format as dump_format
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(dump_format, "write_dump", fail)
+    torch.manual_seed(0)
+    runner = Runner(Target(), Drafter())
+    session, log = _session(runner, "strict")
+    session.settings = Settings(dump_dir=str(tmp_path / "dumps"), guard="strict")
+    session.expected = (0, 2, 3)
+    with pytest.raises(WiringMismatch, match="MISMATCH"):
+        _step(runner, PROMPT)
+    text = _text(log)
+    assert "dump: cannot write" in text and "serving continues" in text
+    assert "cannot observe" not in text, text

@@ -145,6 +145,22 @@ def test_bad_settings_are_problems_not_exceptions() -> None:
     assert len(s.problems) == 2 and "strikt" in s.problems[0]
 
 
+@pytest.mark.parametrize(
+    "tokens", ["\u00b2", "\u0663", "\uff18", "0", "65537", "1e3", "9" * 40, " ", "4 2"]
+)
+def test_a_bad_token_count_never_turns_a_strict_guard_off(tokens: str) -> None:
+    """``"²"`` passes ``str.isdigit`` and fails ``int``; other digits ``int`` reads are not
+    ASCII; each is a problem and the default, the guard staying strict."""
+    s = read_settings({"EAGLE3_CONTRACTS_GUARD": "strict", "EAGLE3_CONTRACTS_GUARD_TOKENS": tokens})
+    assert s is not None and s.guard == "strict" and s.guard_tokens == 32
+    if tokens.strip():
+        (problem,) = s.problems
+        assert "is not a whole number from 1 to 65536; using 32" in problem
+        assert len(problem) < 200
+    else:
+        assert s.problems == ()
+
+
 def test_register_is_a_no_op_without_the_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("EAGLE3_CONTRACTS_DUMP", "EAGLE3_CONTRACTS_GUARD"):
         monkeypatch.delenv(key, raising=False)
