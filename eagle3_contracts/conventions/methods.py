@@ -604,6 +604,8 @@ def vllm_fc_states(draft: Mapping[str, Any]) -> tuple[int | None, str]:
         ("dflash_config.target_layer_ids", 1),
         ("dspark_target_layer_ids", 1),
         ("target_layer_ids", 1),
+        ("dflash_config.layer_ids", 0),
+        ("eagle_config.layer_ids", 0),
     ):
         value = _get(draft, path)
         if value:
@@ -617,6 +619,8 @@ def vllm_fc_states(draft: Mapping[str, Any]) -> tuple[int | None, str]:
 @dataclass(frozen=True)
 class TrainedTaps:
     """The canonical taps a block-draft drafter was trained on, or why they are not known."""
+
+    method: Method
 
     canonical: tuple[int, ...] | None  # None: unknown
     source: str
@@ -636,21 +640,25 @@ def trained_taps(draft: Mapping[str, Any], num_layers: int) -> TrainedTaps | Non
     if method is DSPARK and draft.get("dspark_target_layer_ids") is not None:
         spark = _int_ids(draft["dspark_target_layer_ids"], "dspark_target_layer_ids")
         return TrainedTaps(
-            spark, f"{method.label}: {trainers}", (), spark, "dspark_target_layer_ids"
+            method, spark, f"{method.label}: {trainers}", (), spark, "dspark_target_layer_ids"
         )
     ids = block_ids_in(draft)
     if ids is not None:
-        return TrainedTaps(ids, f"{method.label}: {trainers}", (), ids, block_ids_path(draft) or "")
+        return TrainedTaps(
+            method, ids, f"{method.label}: {trainers}", (), ids, block_ids_path(draft) or ""
+        )
     trained_n = draft.get("num_target_layers", _get(draft, "dflash_config.num_target_layers"))
     layers = draft_layers(draft)
     if not isinstance(trained_n, int) or layers is None:
         return TrainedTaps(
+            method,
             None,
             f"{method.label}: the config records neither target_layer_ids nor num_target_layers: "
             "the trained taps are not recorded",
         )
     guess = tuple(build_target_layer_ids(trained_n, layers))
     return TrainedTaps(
+        method,
         guess,
         f"{method.label}: {trainers}",
         (

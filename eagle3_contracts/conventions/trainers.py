@@ -11,7 +11,7 @@ release's feed, or a trainer release's training features.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eagle3_contracts.conventions import TrainerSpec, methods, parse_system, releases
@@ -94,12 +94,15 @@ def method_claim(draft_config: Mapping[str, Any], target_config: TargetLike) -> 
     taps = methods.trained_taps(draft_config, target_facts(target_config).num_layers)
     if taps is None:
         return None
+    said = (f"drafter method {methods.describe(taps.method)}, whoever trained it",)
     if taps.canonical is None:
-        return fixed_feed((), kind="unknown", source=taps.source, notes=(taps.source,))
+        return fixed_feed(
+            (), kind="unknown", source=taps.source, assumptions=said, notes=(taps.source,)
+        )
     return fixed_feed(
         taps.canonical,
         source=taps.source,
-        assumptions=taps.assumptions,
+        assumptions=(*said, *taps.assumptions),
         native_ids=taps.native,
         ids_source=taps.ids_source,
     )
@@ -112,7 +115,7 @@ def predict_trainer(
     newest release) trained the drafter ``draft_config`` on, for the target."""
     claim = method_claim(draft_config, target_config)
     if claim is not None:  # SpecForge's DFlash/DSpark recipes capture layer outputs
-        return claim
+        return replace(claim, release=spec.release)
     assumptions: list[str] = []
     if spec.version is None:
         assumptions.append(

@@ -339,3 +339,54 @@ def test_generated_configs_fix_then_check_ok(config: dict[str, Any], tmp_path: P
     draft.write_text(fixed.text)
     again = check_drafter(str(draft), target=str(target), serve_with=releases, trained_with=trained)
     assert again.ok, again.render_text()
+
+
+# -- the command line: fix --write, stamp, check --------------------------------------------
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from eagle3_contracts.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_fix_write_then_check_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    draft = tmp_path / "config.json"
+    draft.write_text((DATA / "specforge-qwen3-8b-dflash.json").read_text())
+    target = str(DATA / "targets" / "qwen3-8b.json")
+    code, out, _ = _cli(capsys, "check", str(draft), "--target", target, "--serve-with", SG, VL)
+    assert code == 1 and "crashes (fc-width-mismatch)" in out
+    code, _, err = _cli(
+        capsys,
+        "fix",
+        str(draft),
+        "--target",
+        target,
+        "--serve-with",
+        SG,
+        VL,
+        "--write",
+        "--trained-with",
+        "specforge",
+    )
+    assert code == 0, err
+    assert json.loads(draft.read_text())["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]
+    code, out, _ = _cli(capsys, "check", str(draft), "--target", target, "--serve-with", SG, VL)
+    assert code == 0, out
+
+
+def test_cli_stamp_records_the_method_taps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "config.json").write_text((DATA / "specforge-qwen3-8b-domino.json").read_text())
+    target = str(DATA / "targets" / "qwen3-8b.json")
+    code, out, err = _cli(
+        capsys, "stamp", str(tmp_path), "--trained-with", "specforge", "--target", target
+    )
+    assert code == 0, err
+    stamp = json.loads((tmp_path / "config.json").read_text())["eagle3_contract"]
+    assert stamp["layer_ids"] == [1, 9, 17, 25, 33]
+    code, out, _ = _cli(capsys, "check", str(tmp_path), "--target", target, "--serve-with", VL)
+    assert code == 1 and "drafter-unregistered" in out  # vllm 0.33.0 has no Domino projector
