@@ -484,6 +484,17 @@ SGLANG_DFLASH_SETTER_FILES: Mapping[str, frozenset[str]] = {
 """Model files defining ``set_dflash_layers_to_capture`` (sglang 0.5.23 srt/models/*.py; each
 adds +1: the loop index before layer id + 1 = the output of layer id)."""
 
+SGLANG_DSPARK_SETTER_FILES: Mapping[str, frozenset[str]] = {
+    _SG: frozenset(
+        {"bailing_moe_v3.py", "deepseek_v4.py", "kimi_k3.py", "kimi_linear.py", "minimax_m3_vl.py"}
+    )
+}
+"""Model files with their own ``set_dspark_layers_to_capture`` (sglang 0.5.23; DSpark routes
+there first, attention_backend_setup.py:63-64). Each stores and places the capture its own way
+(bailing_moe_v3.py:1731-1740 captures after layer i with no +1, deepseek_v4.py:4853-4861 and
+kimi_linear.py:803-809 a separate dspark_layers_to_capture, minimax_m3_vl.py:272-281 +1 and a
+range check): not read here, so a DSpark drafter on them is answered unknown."""
+
 NEMOTRON_H_FORWARD = (
     "nemotron_h.py NemotronHModel.forward (sglang 0.5.23 lines 876-897): loop index i captured "
     "before layer i for i in [start, end), and end_layer after the stack"

@@ -384,10 +384,38 @@ class _Context:
         )
         fed = _Read(read.native, read.ids_source, path)
         found = self._entry_class()
-        if isinstance(found, Feed):
-            if found.kind != "unsupported" or found.model_file != "nemotron_h.py":
-                return found
-            # no EAGLE-3 setter, but a DFlash one: every loop index 0..L is captured
+        if isinstance(found, Feed) and found.kind != "unsupported":
+            return found
+        file = found.model_file if isinstance(found, Feed) else self.table.classes[found].file
+        dflash = file in methods.SGLANG_DFLASH_SETTER_FILES.get(self.release, frozenset())
+        dspark = method is methods.DSPARK and file in methods.SGLANG_DSPARK_SETTER_FILES.get(
+            self.release, frozenset()
+        )
+        if not (dflash or dspark):
+            self.model_file = file
+            entry = found.entry_class if isinstance(found, Feed) else found
+            return self._feed_unsupported(
+                entry,
+                f"{entry}: {self.release} {file} has neither set_dspark_layers_to_capture nor "
+                "set_dflash_layers_to_capture (model_runner_components/attention_backend_setup.py"
+                ":62-70 raises)",
+            )
+        if dspark:
+            self.model_file = file
+            return self._unknown(
+                f"{file} has its own set_dspark_layers_to_capture, whose capture is not read "
+                "(conventions/methods.py SGLANG_DSPARK_SETTER_FILES)",
+                f"{self.release} {file}",
+            )
+        if isinstance(found, Feed):  # no EAGLE-3 setter was probed, but a DFlash one is there
+            self.model_file, self.entry = file, found.entry_class
+            if file != "nemotron_h.py":
+                return self._unknown(
+                    f"{file} has set_dflash_layers_to_capture but no EAGLE-3 capture the release "
+                    "tables could read: its forward's capture placement is not read",
+                    f"{self.release} {file}",
+                )
+            # every loop index 0..L is captured
             self.assumptions.append(methods.NEMOTRON_H_FORWARD)
             if read.crash:
                 return self._feed("crash", (), read.fc_states, read.crash, read.source, read=fed)
@@ -404,13 +432,6 @@ class _Context:
         self.entry = found
         row = self.table.classes[found]
         self.model_file = row.file
-        if row.file not in methods.SGLANG_DFLASH_SETTER_FILES.get(self.release, frozenset()):
-            return self._feed_unsupported(
-                found,
-                f"{found}: {self.release} {row.file} has neither set_dspark_layers_to_capture nor "
-                "set_dflash_layers_to_capture (model_runner_components/attention_backend_setup.py"
-                ":62-70 raises)",
-            )
         if read.crash:
             return self._feed("crash", (), read.fc_states, read.crash, read.source, read=fed)
         placement = row.placement

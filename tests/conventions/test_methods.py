@@ -390,3 +390,14 @@ def test_cli_stamp_records_the_method_taps(
     assert stamp["layer_ids"] == [1, 9, 17, 25, 33]
     code, out, _ = _cli(capsys, "check", str(tmp_path), "--target", target, "--serve-with", VL)
     assert code == 1 and "drafter-unregistered" in out  # vllm 0.33.0 has no Domino projector
+
+
+def test_dspark_on_a_target_with_its_own_dspark_hook_is_unknown() -> None:
+    # attention_backend_setup.py:63-64 routes DSpark to set_dspark_layers_to_capture first;
+    # minimax_m3_vl.py:272-281 places it its own way, not read here
+    target = _target("MiniMaxM3SparseForConditionalGeneration", "minimax_m3_vl", 48)
+    feed = predict_feed(SG, _load("specforge-qwen3-8b-dspark.json"), target)
+    assert feed.kind == "unknown"
+    assert "set_dspark_layers_to_capture" in " ".join(feed.notes)
+    # the same target with a DFlash drafter goes through set_dflash_layers_to_capture
+    assert predict_feed(SG, _load("specforge-qwen3-8b-domino.json"), target).kind != "unsupported"
