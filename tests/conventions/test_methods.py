@@ -401,3 +401,25 @@ def test_dspark_on_a_target_with_its_own_dspark_hook_is_unknown() -> None:
     assert "set_dspark_layers_to_capture" in " ".join(feed.notes)
     # the same target with a DFlash drafter goes through set_dflash_layers_to_capture
     assert predict_feed(SG, _load("specforge-qwen3-8b-domino.json"), target).kind != "unsupported"
+
+
+@given(
+    drawn=st.sampled_from(METHOD_NAMES).flatmap(
+        lambda m: st.tuples(st.just(m), method_configs(m, num_target_layers=st.integers(4, 64)))
+    )
+)
+def test_method_configs_are_detected_as_drawn(drawn: tuple[str, dict[str, Any]]) -> None:
+    name, config = drawn
+    assert methods.detect(config).name == name
+    ids = methods.block_ids_in(config)
+    if ids is not None:  # sorted, distinct, inside the training target
+        assert (
+            list(ids) == sorted(set(ids)) and ids[0] >= 0 and ids[-1] < config["num_target_layers"]
+        )
+
+
+def test_method_configs_refuses_an_unknown_method() -> None:
+    from hypothesis.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="method"):
+        method_configs("medusa").example()
