@@ -423,3 +423,22 @@ def test_method_configs_refuses_an_unknown_method() -> None:
 
     with pytest.raises(InvalidArgument, match="method"):
         method_configs("medusa").example()
+
+
+def test_nemotron_35_published_draft_on_nemotron_h() -> None:
+    draft = _load("nvidia-nemotron-3-nano-nvfp4-dflash.json")
+    target = _load("targets/nemotron-3-nano-30b-a3b.json")
+    assert methods.detect(draft) is methods.NEMOTRON35
+    for release in (SG, VL, f"{VL}:v1"):
+        # SGLang: target_layer_ids through nemotron_h.py:1225-1234 (+1, end_layer reachable);
+        # vLLM: the eagle_aux ids as boundaries (eagle3_utils.py:119) = target_layer_ids + 1
+        feed = predict_feed(release, draft, target)
+        assert (feed.kind, feed.canonical) == ("segments", (1, 5, 19, 29, 41, 51)), release
+
+
+def test_longcat_flash_dflash_has_no_serving_release() -> None:
+    draft = _load("specforge-longcat-flash-dflash.json")
+    target = _load("targets/longcat-flash.json")
+    sg = predict_feed(SG, draft, target)  # longcat_flash.py has only set_eagle3_layers_to_capture
+    assert sg.kind == "unsupported" and "set_dflash_layers_to_capture" in sg.source
+    assert predict_feed(VL, draft, target).kind == "unsupported"  # no SupportsEagle3
