@@ -37,6 +37,7 @@ from eagle3_contracts.conventions import (
     Role,
     TrainerSpec,
     Validation,
+    methods,
     needs_target,
     parse_system,
     predict,
@@ -312,6 +313,8 @@ def _method_plan(draft: DraftConfig, target: TargetConfig, conv: Convention) -> 
     """A block-draft drafter (``conventions.methods``): its ids mean layer outputs whichever
     reading is asked (the trained claim, ``trainers.method_claim``); a fixed serving system
     whose handling of the method was never read is unknown. ``None`` for EAGLE-3 drafters."""
+    if not methods.detect(draft.raw).block:
+        return None
     from eagle3_contracts.conventions.trainers import method_claim
 
     claim = method_claim(dict(draft.raw), target)

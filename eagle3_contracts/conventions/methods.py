@@ -124,10 +124,18 @@ METHODS: tuple[Method, ...] = (EAGLE3, EAGLE31, PEAGLE, DFLASH, DFLASH2, DOMINO,
 _EAGLE31_FLAGS = ("fc_norm", "norm_output")
 
 
-def _get(data: Mapping[str, Any], path: str) -> Any:
-    from eagle3_contracts.conventions.predict import _at  # predict imports this module
+def at_path(data: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted JSON path (``dflash_config.target_layer_ids``), ``None`` when any
+    step is absent or not an object."""
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
 
-    return _at(data, path)
+
+_get = at_path
 
 
 def _archs(draft: Mapping[str, Any]) -> tuple[str, ...]:
@@ -155,7 +163,12 @@ def detect(draft: Mapping[str, Any]) -> Method:
         has_dflash
         or draft.get("dspark_target_layer_ids") is not None
         or any(a in archs for m in METHODS if m.block for a in m.architectures)
-        or (block_ids is not None and eagle_top is None and draft.get("eagle_config") is None)
+        or (
+            block_ids is not None
+            and eagle_top is None
+            and draft.get("eagle_config") is None
+            and not any("eagle3" in a.lower() for a in archs)  # an EAGLE-3 class wins
+        )
     )
     if block:
         if block_ids is not None and eagle_top is not None:
@@ -196,10 +209,18 @@ def block_ids_path(draft: Mapping[str, Any]) -> str | None:
     return next((p for p in _BLOCK_FIELDS if _get(draft, p) is not None), None)
 
 
-def _int_ids(value: Any, path: str) -> tuple[int, ...]:
-    from eagle3_contracts.conventions.predict import int_tuple  # predict imports this module
+def int_ids(value: Any, path: str) -> tuple[int, ...]:
+    """A list of integer layer ids read at ``path`` (``ContractError`` naming it otherwise)."""
+    if not isinstance(value, (list, tuple)) or any(
+        isinstance(v, bool) or not isinstance(v, int) for v in value
+    ):
+        raise ContractError(
+            f"{path} must be a list of integer layer ids, got {value!r}", field=path
+        )
+    return tuple(value)
 
-    return int_tuple(value, path)
+
+_int_ids = int_ids
 
 
 def draft_layers(draft: Mapping[str, Any]) -> int | None:

@@ -941,20 +941,7 @@ def _why_unsupported(framework: Framework) -> str:
     )
 
 
-def _at(data: Mapping[str, Any], path: str) -> Any:
-    node: Any = data
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node
+_at = methods.at_path
 
 
-def int_tuple(value: Any, path: str) -> tuple[int, ...]:
-    if not isinstance(value, (list, tuple)) or any(
-        isinstance(v, bool) or not isinstance(v, int) for v in value
-    ):
-        raise ContractError(
-            f"{path} must be a list of integer layer ids, got {value!r}", field=path
-        )
-    return tuple(value)
+int_tuple = methods.int_ids  # one reader of id lists (trainers imports it from here)

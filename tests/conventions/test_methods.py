@@ -69,6 +69,9 @@ def test_plain_eagle3_is_eagle3_and_both_encodings_are_nemotron() -> None:
     }
     assert methods.detect(both) is methods.NEMOTRON35
     assert methods.detect({"target_layer_ids": [3]}) is methods.DFLASH
+    # an EAGLE-3 class with a stray top-level target_layer_ids stays EAGLE-3 (vLLM V2 reads it)
+    stray = {"architectures": ["LlamaForCausalLMEagle3"], "target_layer_ids": [3]}
+    assert methods.detect(stray) is methods.EAGLE3
 
 
 def test_malformed_ids_are_a_typed_error_naming_the_field() -> None:
