@@ -607,9 +607,18 @@ def sglang_block_read(method: Method, draft: Mapping[str, Any], num_layers: int)
             f"num_target_layers = {trained} but the target has {n} layers: SGLang only warns "
             "(spec_aux_hidden_state.py:236-245)"
         )
-    return BlockRead(
-        tuple(i + 1 for i in ids), ids, path or "", len(ids), None, tuple(notes), source
-    )
+    states = len(ids)
+    if path == "dspark_target_layer_ids":
+        # the DSpark drafter is a DFlashDraftModel (models/dspark.py:513-519, 967): its fc
+        # counts the DFlash ids, else its layers (models/dflash.py:749-773), not the DSpark ones
+        dflash_ids = block_ids_in(draft)
+        states = len(dflash_ids) if dflash_ids is not None else (layers or len(ids))
+        if states != len(ids):
+            notes.append(
+                f"dspark_target_layer_ids captures {len(ids)} states; the drafter's fc is built "
+                f"for {states} (the DFlash ids or its layers, models/dflash.py:749-773)"
+            )
+    return BlockRead(tuple(i + 1 for i in ids), ids, path or "", states, None, tuple(notes), source)
 
 
 def _markov_rank(draft: Mapping[str, Any]) -> Any:

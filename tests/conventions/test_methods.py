@@ -445,3 +445,16 @@ def test_longcat_flash_dflash_has_no_serving_release() -> None:
     sg = predict_feed(SG, draft, target)  # longcat_flash.py has only set_eagle3_layers_to_capture
     assert sg.kind == "unsupported" and "set_dflash_layers_to_capture" in sg.source
     assert predict_feed(VL, draft, target).kind == "unsupported"  # no SupportsEagle3
+
+
+def test_dspark_prefixed_ids_against_a_dflash_sized_fc() -> None:
+    # spec_aux_hidden_state.py:273-274 captures dspark_target_layer_ids; the DSpark drafter is a
+    # DFlashDraftModel whose fc counts the DFlash ids (models/dspark.py:513-519, dflash.py:749-773)
+    draft = _load("specforge-qwen3-8b-dspark.json") | {"dspark_target_layer_ids": [2, 20, 30]}
+    feed = predict_feed(SG, draft, QWEN3_8B)
+    assert (feed.kind, feed.crash, feed.canonical, feed.width_states) == (
+        "crash",
+        "fc-width-mismatch",
+        (2, 20, 30),
+        5,
+    )
