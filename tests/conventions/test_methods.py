@@ -458,3 +458,30 @@ def test_dspark_prefixed_ids_against_a_dflash_sized_fc() -> None:
         (2, 20, 30),
         5,
     )
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    config=st.sampled_from(METHOD_NAMES).flatmap(
+        lambda m: method_configs(m, num_target_layers=8, hidden_size=16, with_ids=True)
+    )
+)
+def test_tiny_method_drafters_pass_the_weight_check(config: dict[str, Any], tmp_path: Path) -> None:
+    from eagle3_contracts.testing.method_drafters import write_method_drafter
+
+    config = {**config, "vocab_size": 32}
+    if "transformer_layer_config" in config:
+        config["transformer_layer_config"] = {
+            **config["transformer_layer_config"],
+            "vocab_size": 32,
+        }
+    folder = write_method_drafter(
+        tmp_path / "drafter", config, num_target_layers=8, target_hidden_size=16
+    )
+    target = _target("Qwen3ForCausalLM", "qwen3", 8, 16) | {"vocab_size": 32}
+    trained = {"eagle3.1": "specforge", "p-eagle": "speculators"}.get(methods.detect(config).name)
+    report = check_drafter(str(folder), target=target, serve_with=(VL,), trained_with=trained)
+    fc = next(c for c in report.drafter if c.name == "fc-width")
+    assert fc.status == "ok" and "from the weights" in fc.message, fc
