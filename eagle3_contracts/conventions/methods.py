@@ -637,6 +637,36 @@ def _markov_rank(draft: Mapping[str, Any]) -> Any:
     return draft.get("markov_rank", 0)
 
 
+VLLM_V1_READER = (
+    "vllm 0.33.0 v1/worker/gpu_model_runner.py:5190-5222 _get_eagle3_aux_layers_from_config: "
+    "top-level eagle_aux_hidden_state_layer_ids, else dflash_config.target_layer_ids + 1, "
+    "replaced by eagle_config.eagle_aux_hidden_state_layer_ids whenever an eagle_config exists"
+)
+"""The V1 runner's reader, dflash branch included (the release table's V1 precedence lists only
+its EAGLE-3 fields)."""
+
+
+def vllm_v1_ids(draft: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
+    """The boundaries vLLM 0.33.0's V1 runner reads for a drafter (``None``: its default), and
+    the JSON path they came from (``VLLM_V1_READER``)."""
+    top = draft.get("eagle_aux_hidden_state_layer_ids")
+    if top:
+        return int_ids(top, "eagle_aux_hidden_state_layer_ids"), "eagle_aux_hidden_state_layer_ids"
+    found: Any = None
+    path = "default"
+    dflash = draft.get("dflash_config")
+    if isinstance(dflash, Mapping) and dflash:
+        ids = int_ids(dflash.get("target_layer_ids") or [], "dflash_config.target_layer_ids")
+        found, path = [i + 1 for i in ids], "dflash_config.target_layer_ids"
+    eagle = draft.get("eagle_config")
+    if isinstance(eagle, Mapping) and eagle:
+        found = eagle.get("eagle_aux_hidden_state_layer_ids")
+        path = "eagle_config.eagle_aux_hidden_state_layer_ids"
+    if not found:
+        return None, "default"
+    return int_ids(found, path), path
+
+
 def vllm_fc_states(draft: Mapping[str, Any]) -> tuple[int | None, str]:
     """States vLLM 0.33.0's DFlash-family fc is built for: the count of the V2 reader's ids,
     else the draft's num_hidden_layers (qwen3_dflash.py:84-93)."""

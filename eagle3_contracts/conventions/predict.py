@@ -341,10 +341,13 @@ class _Context:
             return found_ids
         fed, reader_src = found_ids
         if self.block:  # vLLM: the table's reader; the fix writes where this drafter keeps ids
-            path = "eagle_aux_hidden_state_layer_ids"
-            if _at(self.draft, path) is None:
-                path = methods.block_ids_path(self.draft) or "dflash_config.target_layer_ids"
-            fed = _Read(fed.native, fed.ids_source, path)
+            native, source = fed.native, fed.ids_source
+            if self.runner == "v1":  # its dflash branch is not in the table's precedence
+                native, source = methods.vllm_v1_ids(self.draft)
+                reader_src = methods.VLLM_V1_READER
+            # the field it read, else the DFlash field both runners read (before the rest)
+            path = source if native is not None else "dflash_config.target_layer_ids"
+            fed = _Read(native, source, path)
         elements = self._elements(row, rule, fed.native, reader_src)
         if isinstance(elements, Feed):
             return elements

@@ -485,3 +485,41 @@ def test_tiny_method_drafters_pass_the_weight_check(config: dict[str, Any], tmp_
     report = check_drafter(str(folder), target=target, serve_with=(VL,), trained_with=trained)
     fc = next(c for c in report.drafter if c.name == "fc-width")
     assert fc.status == "ok" and "from the weights" in fc.message, fc
+
+
+def test_vllm_v1_reads_the_dflash_ids_too() -> None:
+    # gpu_model_runner.py:5207-5216: dflash_config.target_layer_ids + 1 when no top-level ids;
+    # top-level target_layer_ids (read by V2 only) is not read by V1: its default then
+    dspark = _load("specforge-qwen3-8b-dspark.json")
+    v1 = predict_feed(f"{VL}:v1", dspark, QWEN3_8B)
+    assert (v1.kind, v1.canonical) == ("segments", (1, 9, 17, 25, 33))
+    top = {
+        "architectures": ["DFlashDraftModel"],
+        "num_hidden_layers": 2,
+        "target_layer_ids": [4, 20],
+    }
+    assert predict_feed(f"{VL}:v2", top, QWEN3_8B).canonical == (4, 20)
+    v1_top = predict_feed(f"{VL}:v1", top, QWEN3_8B)
+    assert (v1_top.kind, v1_top.crash, v1_top.canonical) == (
+        "crash",
+        "fc-width-mismatch",
+        (1, 17, 32),
+    )
+
+
+def test_fix_for_both_vllm_runners_writes_the_dflash_ids(tmp_path: Path) -> None:
+    top = {
+        "architectures": ["DFlashDraftModel"],
+        "num_hidden_layers": 2,
+        "hidden_size": 4096,
+        "target_layer_ids": [4, 20],
+    }
+    draft = tmp_path / "config.json"
+    draft.write_text(json.dumps(top))
+    target = tmp_path / "target.json"
+    target.write_text(json.dumps(QWEN3_8B))
+    releases = (SG, f"{VL}:v1", f"{VL}:v2")
+    fixed = fix_drafter(draft, target=target, serve_with=releases, trained_with=None)
+    assert json.loads(fixed.text)["dflash_config"]["target_layer_ids"] == [4, 20]
+    draft.write_text(fixed.text)
+    assert check_drafter(str(draft), target=str(target), serve_with=releases).ok
