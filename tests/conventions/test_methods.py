@@ -371,9 +371,7 @@ def test_cli_fix_write_then_check_ok(tmp_path: Path, capsys: pytest.CaptureFixtu
         SG,
         VL,
         "--write",
-        "--trained-with",
-        "specforge",
-    )
+    )  # no --trained-with: a DFlash drafter's ids are layer outputs whoever trained it
     assert code == 0, err
     assert json.loads(draft.read_text())["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]
     code, out, _ = _cli(capsys, "check", str(draft), "--target", target, "--serve-with", SG, VL)
