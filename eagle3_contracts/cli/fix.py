@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     draft, _ = resolve_model(args.draft, what="draft")
     target, _ = resolve_model(args.target, what="target")
     claim = claim_source(draft, args.trained_with)
-    if claim.kind == "none":
+    if claim.kind == "none" and not _block_drafter(draft):  # a block drafter's ids mean outputs
         raise UsageError(
             "fix needs the training claim: stamp the drafter (eagle3-contracts stamp), pass "
             f"--trained-with SYSTEM or set {ENV_TRAINED_WITH}"
@@ -108,3 +108,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {fix.config_path} (original kept as {backup})")
     print(f"re-check: ok for {', '.join(dict.fromkeys(r.plan.key for r in rows))}")
     return 0
+
+
+def _block_drafter(draft: str) -> bool:
+    """A DFlash-family drafter: its ids have one meaning whoever trained it (methods)."""
+    from eagle3_contracts.config.fix import config_path
+    from eagle3_contracts.config.readers import read_draft_config
+    from eagle3_contracts.conventions import methods
+
+    return methods.detect(read_draft_config(config_path(draft)).raw).block

@@ -30,7 +30,7 @@ from eagle3_contracts.config.readers import (
     resolve_model,
     resolve_weights,
 )
-from eagle3_contracts.conventions import EngineSpec, SystemName, TrainerSpec, parse_system
+from eagle3_contracts.conventions import EngineSpec, SystemName, TrainerSpec, methods, parse_system
 from eagle3_contracts.conventions.predict import fixed_feed
 from eagle3_contracts.differences import label as finding_label
 from eagle3_contracts.differences import text_table
@@ -510,6 +510,10 @@ def _readings(
         return ((stamped.system, stamped),), False
     if trained_with is not None:
         return ((trained_with, resolve(draft, target, trained_with)),), False
+    method = methods.detect(draft.raw)
+    if method.block:  # its ids mean layer outputs whoever trained it (trainers.method_claim)
+        notes.append(f"no --trained-with: the {method.label} drafter's ids are layer outputs")
+        return ((f"{method.name} taps", resolve(draft, target, "output")),), False
     both = tuple((name, resolve(draft, target, name)) for name in conventions.READINGS)
     if len({p.layer_ids for _, p in both}) > 1:
         notes.append(

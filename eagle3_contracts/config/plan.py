@@ -34,8 +34,10 @@ from eagle3_contracts.conventions import (
     EngineSpec,
     Framework,
     PipelineParallel,
+    Role,
     TrainerSpec,
     Validation,
+    methods,
     needs_target,
     parse_system,
     predict,
@@ -242,6 +244,9 @@ def resolve(
     if isinstance(system, str) and needs_target(parse_system(system, field="system")):
         return _release_plan(draft, target, system, partition)  # answered per release
     conv = conventions.get(system, model_type=target.model_type, architectures=target.architectures)
+    method = _method_plan(draft, target, conv)
+    if method is not None:
+        return method
     n = target.num_layers
     notes: list[str] = []
 
@@ -301,6 +306,31 @@ def resolve(
         pp_unread=unread,
         pp_notes=pp_notes,
         convention=conv,
+    )
+
+
+def _method_plan(draft: DraftConfig, target: TargetConfig, conv: Convention) -> CapturePlan | None:
+    """A block-draft drafter (``conventions.methods``): its ids mean layer outputs whichever
+    reading is asked (the trained claim, ``trainers.method_claim``); a fixed serving system
+    whose handling of the method was never read is unknown. ``None`` for EAGLE-3 drafters."""
+    if not methods.detect(draft.raw).block:
+        return None
+    from eagle3_contracts.conventions.trainers import method_claim
+
+    claim = method_claim(dict(draft.raw), target)
+    if claim is None:
+        return None
+    if conv.role is not Role.READING and conv.role is not Role.TRAINER:
+        why = f"{conv.system}: how it serves this drafter method was not read"
+        claim = fixed_feed((), kind="unknown", source=why, notes=(why,))
+    return CapturePlan(
+        system=conv.name,
+        num_layers=target.num_layers,
+        hidden_size=target.hidden_size,
+        order="ascending",
+        feed=claim,
+        convention=conv,
+        inputs=(draft, target),
     )
 
 

@@ -36,6 +36,7 @@ from eagle3_contracts.conventions import (
     EngineSpec,
     TrainerSpec,
     engine_spec,
+    methods,
     parse_system,
     releases,
 )
@@ -304,14 +305,25 @@ class _Context:
     runner: str | None = None
     model_file: str = ""
     entry: str = ""
+    fc_states: int | None = None  # a block-draft drafter's fc (methods), else llama_eagle3's
+    block: bool = False  # the drafter is of the block-draft family (methods.detect)
+    fc_source: str = ""  # how a block-draft drafter's fc is sized (methods), cited
 
     # -- steps ------------------------------------------------------------------------------
     def run(self, explicit_ids: Sequence[int] | None) -> Feed:
+        method = methods.detect(self.draft) if explicit_ids is None else methods.EAGLE3
+        if method is not methods.EAGLE3:
+            self.assumptions.append(f"drafter method: {methods.describe(method)}")
+        found = self._method_row(method)
+        if isinstance(found, Feed):
+            return found
+        if self.block and self.table.framework is Framework.SGLANG:
+            return self._block_sglang(method)
         checked = self._readable_row()
         if isinstance(checked, Feed):
             return checked
         row, rule, placement = checked
-        if explicit_ids is None:  # serving: the release's own drafter runs (not a trainer's)
+        if explicit_ids is None and not self.block:  # serving: the release's own drafter runs
             self._ignored_flags()
         use_aux, use_aux_src = self._use_aux()
         if not use_aux:
@@ -328,11 +340,112 @@ class _Context:
         if isinstance(found_ids, Feed):
             return found_ids
         fed, reader_src = found_ids
+        if self.block:  # vLLM: the table's reader; the fix writes where this drafter keeps ids
+            native, source = fed.native, fed.ids_source
+            if self.runner == "v1":  # its dflash branch is not in the table's precedence
+                native, source = methods.vllm_v1_ids(self.draft)
+                reader_src = methods.VLLM_V1_READER
+            # the field it read, else the DFlash field both runners read (before the rest)
+            path = source if native is not None else "dflash_config.target_layer_ids"
+            fed = _Read(native, source, path)
         elements = self._elements(row, rule, fed.native, reader_src)
         if isinstance(elements, Feed):
             return elements
         source = f"{self._class_source(row)}; {reader_src}; {placement.describe()}"
         return self._collect(row, placement, elements, source, fed)
+
+    def _method_row(self, method: methods.Method) -> Feed | None:
+        """The drafter method's row for this release (``methods.ENGINE_METHODS``): a drafter
+        the release cannot build crashes; a block-draft drafter sizes its fc its own way."""
+        row = methods.engine_method(method, self.release)
+        if row is None:
+            if method.block:
+                return self._unknown(
+                    f"{method.label} drafters are not read for {self.release} (read: "
+                    f"{', '.join(sorted({r.release for r in methods.ENGINE_METHODS}))})",
+                    "conventions/methods.py ENGINE_METHODS",
+                )
+            return None
+        fmt = row.only_format
+        if not row.loads or (fmt is not None and self.draft.get(fmt[0]) != fmt[1]):
+            self.notes.append(f"{self.release} cannot load a {method.label} drafter: {row.drafter}")
+            return self._feed("crash", (), None, "drafter-unregistered", row.drafter)
+        self.block = method.block
+        if self.block and self.table.framework is Framework.VLLM:
+            self.fc_states, self.fc_source = methods.vllm_fc_states(self.draft)
+        return None
+
+    def _block_sglang(self, method: methods.Method) -> Feed:
+        """SGLang's block-draft path: its own reader and fallback, then the target's
+        ``set_dflash_layers_to_capture`` (loop index id + 1) and the same capture loop."""
+        read = methods.sglang_block_read(method, self.draft, self.target.num_layers)
+        self.notes.extend(read.notes)
+        path = (
+            read.ids_source
+            if read.native is not None
+            else (methods.block_ids_path(self.draft) or "dflash_config.target_layer_ids")
+        )
+        fed = _Read(read.native, read.ids_source, path)
+        found = self._entry_class()
+        if isinstance(found, Feed) and found.kind != "unsupported":
+            return found
+        file = found.model_file if isinstance(found, Feed) else self.table.classes[found].file
+        dflash = file in methods.SGLANG_DFLASH_SETTER_FILES.get(self.release, frozenset())
+        dspark = method is methods.DSPARK and file in methods.SGLANG_DSPARK_SETTER_FILES.get(
+            self.release, frozenset()
+        )
+        if not (dflash or dspark):
+            self.model_file = file
+            entry = found.entry_class if isinstance(found, Feed) else found
+            return self._feed_unsupported(
+                entry,
+                f"{entry}: {self.release} {file} has neither set_dspark_layers_to_capture nor "
+                "set_dflash_layers_to_capture (model_runner_components/attention_backend_setup.py"
+                ":62-70 raises)",
+            )
+        if dspark:
+            self.model_file = file
+            return self._unknown(
+                f"{file} has its own set_dspark_layers_to_capture, whose capture is not read "
+                "(conventions/methods.py SGLANG_DSPARK_SETTER_FILES)",
+                f"{self.release} {file}",
+            )
+        if isinstance(found, Feed):  # no EAGLE-3 setter was probed, but a DFlash one is there
+            self.model_file, self.entry = file, found.entry_class
+            if file != "nemotron_h.py":
+                return self._unknown(
+                    f"{file} has set_dflash_layers_to_capture but no EAGLE-3 capture the release "
+                    "tables could read: its forward's capture placement is not read",
+                    f"{self.release} {file}",
+                )
+            # every loop index 0..L is captured
+            self.assumptions.append(methods.NEMOTRON_H_FORWARD)
+            if read.crash:
+                return self._feed("crash", (), read.fc_states, read.crash, read.source, read=fed)
+            got = tuple(sorted({e - 1 for e in read.elements}))
+            kind: Kind = "segments" if len(got) == read.fc_states else "crash"
+            return self._feed(
+                kind,
+                got,
+                read.fc_states,
+                None if kind == "segments" else "fc-width-mismatch",
+                f"{read.source}; {methods.NEMOTRON_H_FORWARD}",
+                read=fed,
+            )
+        self.entry = found
+        row = self.table.classes[found]
+        self.model_file = row.file
+        if read.crash:
+            return self._feed("crash", (), read.fc_states, read.crash, read.source, read=fed)
+        placement = row.placement
+        if placement is None or not placement.boundary_exact:
+            return self._unknown(
+                f"capture placement not boundary-exact: {row.placement_problem}",
+                self._class_source(row),
+            )
+        self.fc_states, self.fc_source = read.fc_states, methods.SGLANG_FC
+        source = f"{self._class_source(row)}; {read.source}; {placement.describe()}"
+        return self._collect(row, placement, list(read.elements), source, fed)
 
     def _readable_row(self) -> tuple[EntryClass, SelectionRule, Placement] | Feed:
         """The target's entry class (and, for vLLM, the runner), when its rule and placement
@@ -479,7 +592,7 @@ class _Context:
         if len(canonical) != width_states:
             self.notes.append(
                 f"the drafter's fc takes {width_states} states "
-                f"({FC_WIDTH_SOURCES[self.table.framework]}), the target collects "
+                f"({self.fc_source or FC_WIDTH_SOURCES[self.table.framework]}), the target collects "
                 f"{len(canonical)}: shape error at the first speculative step"
                 + (_VLLM_CPU_FC if self.table.framework is Framework.VLLM else "")
             )
@@ -527,7 +640,7 @@ class _Context:
         (``llama_eagle3.py`` ``if hidden_states.shape[-1] != embeds.shape[-1]``: 0.5.12:218,
         0.5.13:213, 0.5.14:214, 0.5.17:229, 0.5.23:238; observed on CPU): a feed exactly as wide
         as the drafter's hidden size is consumed raw, silently."""
-        if self.table.framework is not Framework.SGLANG or count == 0:
+        if self.table.framework is not Framework.SGLANG or count == 0 or self.block:
             return False
         hidden = self.draft.get("hidden_size")
         layer = self.draft.get("transformer_layer_config")
@@ -736,6 +849,8 @@ class _Context:
         return None, tuple(got)
 
     def _fc_width(self) -> int:
+        if self.fc_states is not None:
+            return self.fc_states
         num = self.draft.get("num_aux_hidden_states")
         if isinstance(num, int) and not isinstance(num, bool):
             return num
@@ -829,20 +944,7 @@ def _why_unsupported(framework: Framework) -> str:
     )
 
 
-def _at(data: Mapping[str, Any], path: str) -> Any:
-    node: Any = data
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node
+_at = methods.at_path
 
 
-def int_tuple(value: Any, path: str) -> tuple[int, ...]:
-    if not isinstance(value, (list, tuple)) or any(
-        isinstance(v, bool) or not isinstance(v, int) for v in value
-    ):
-        raise ContractError(
-            f"{path} must be a list of integer layer ids, got {value!r}", field=path
-        )
-    return tuple(value)
+int_tuple = methods.int_ids  # one reader of id lists (trainers imports it from here)

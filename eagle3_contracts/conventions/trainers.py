@@ -11,15 +11,16 @@ release's feed, or a trainer release's training features.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from eagle3_contracts.conventions import TrainerSpec, parse_system, releases
+from eagle3_contracts.conventions import TrainerSpec, methods, parse_system, releases
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.conventions.predict import (
     Feed,
     TargetLike,
+    fixed_feed,
     int_tuple,
     predict_feed,
     target_facts,
@@ -86,11 +87,35 @@ def trainer_release(name: str) -> TrainerRelease:
     )
 
 
+def method_claim(draft_config: Mapping[str, Any], target_config: TargetLike) -> Feed | None:
+    """What a block-draft drafter (DFlash, DFlash2, Domino, DSpark, Nemotron-3.5) was trained
+    on, whoever trained it: its ids are layer outputs (``methods.trained_taps``); ``None`` for
+    the EAGLE-3 family, whose ids are read per trainer."""
+    taps = methods.trained_taps(draft_config, target_facts(target_config).num_layers)
+    if taps is None:
+        return None
+    said = (f"drafter method {methods.describe(taps.method)}, whoever trained it",)
+    if taps.canonical is None:
+        return fixed_feed(
+            (), kind="unknown", source=taps.source, assumptions=said, notes=(taps.source,)
+        )
+    return fixed_feed(
+        taps.canonical,
+        source=taps.source,
+        assumptions=(*said, *taps.assumptions),
+        native_ids=taps.native,
+        ids_source=taps.ids_source,
+    )
+
+
 def predict_trainer(
     spec: TrainerSpec, draft_config: Mapping[str, Any], target_config: TargetLike
 ) -> Feed:
     """The canonical features a trainer release (``specforge==0.2.0``; ``specforge`` = its
     newest release) trained the drafter ``draft_config`` on, for the target."""
+    claim = method_claim(draft_config, target_config)
+    if claim is not None:  # SpecForge's DFlash/DSpark recipes capture layer outputs
+        return replace(claim, release=spec.release)
     assumptions: list[str] = []
     if spec.version is None:
         assumptions.append(

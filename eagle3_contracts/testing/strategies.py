@@ -53,11 +53,26 @@ DRAFT_WIDTHS = st.sampled_from((256, 1024, 4096))
 VOCAB_SIZES = st.sampled_from((32000, 128256))
 DRAFT_VOCAB_SIZES = st.sampled_from((None, 32000))
 
+METHOD_NAMES: tuple[str, ...] = (
+    "eagle3.1",
+    "p-eagle",
+    "dflash",
+    "dflash2",
+    "domino",
+    "dspark",
+    "nemotron-3.5",
+)
+"""Drafter methods beyond EAGLE-3 that ``method_configs`` writes (``conventions.methods``)."""
+ANY_METHOD = st.sampled_from(METHOD_NAMES)
+DRAFT_DEPTHS = st.integers(1, 6)
+
 __all__ = [
+    "METHOD_NAMES",
     "SCHEMAS",
     "contracts",
     "draft_configs",
     "layer_ids",
+    "method_configs",
     "padded_batches",
     "synthetic_configs",
     "synthetic_models",
@@ -398,6 +413,95 @@ def draft_configs(
             config["eagle_config"] = {IDS_FIELD: list(ids), "use_aux_hidden_state": True}
         elif kind == "top-level":
             config[IDS_FIELD] = list(ids)
+        return config
+
+    return draw()
+
+
+def method_configs(
+    method: str | SearchStrategy[str] = ANY_METHOD,
+    *,
+    num_target_layers: int | SearchStrategy[int] = TARGET_DEPTHS,
+    num_draft_layers: int | SearchStrategy[int] = DRAFT_DEPTHS,
+    with_ids: bool | SearchStrategy[bool] = BOOLEANS,
+    hidden_size: int | SearchStrategy[int] = DRAFT_WIDTHS,
+) -> SearchStrategy[dict[str, Any]]:
+    """Drafter ``config.json`` dicts of the methods beyond EAGLE-3, in their published layouts
+    (SpecForge ``configs/``): DFlash/DFlash2/Domino/DSpark with ``dflash_config`` (taps:
+    ``target_layer_ids``, one per draft layer, sorted, in ``[0, L)``; left out when
+    ``with_ids`` is false, as in SpecForge's qwen3-8b-dflash.json), a Nemotron-3.5 draft with
+    both encodings (``eagle_aux_hidden_state_layer_ids = target_layer_ids + 1``), EAGLE-3.1
+    (``fc_norm``, ``norm_output``) and P-EAGLE in the speculators format vLLM loads.
+    ``num_target_layers`` is the training target's depth (recorded as ``num_target_layers``)."""
+    methods = _arg("method", method, _one_of(METHOD_NAMES))
+    depths = _arg("num_target_layers", num_target_layers, _count(4))
+    layers = _arg("num_draft_layers", num_draft_layers, _count(1))
+    flags = _arg("with_ids", with_ids, _flag)
+    widths = _arg("hidden_size", hidden_size, _count(1))
+
+    @st.composite
+    def draw(data: st.DrawFn) -> dict[str, Any]:
+        name, n, k, h = data(methods), data(depths), data(layers), data(widths)
+        base: dict[str, Any] = {
+            "model_type": "qwen3",
+            "hidden_size": h,
+            "num_attention_heads": max(1, h // 128),
+            "num_key_value_heads": max(1, h // 512),
+            "vocab_size": 151936,
+            "rms_norm_eps": 1e-6,
+        }
+        if name in ("eagle3.1", "p-eagle"):
+            ids = list(
+                data(_ids_strategy(n, min_size=3, max_size=3, allow_embedding=False, sorted_=True))
+            )
+            if name == "eagle3.1":
+                return {
+                    **base,
+                    "architectures": ["LlamaForCausalLMEagle3"],
+                    "model_type": "llama",
+                    "num_hidden_layers": 1,
+                    "fc_norm": True,
+                    "norm_output": True,
+                    "eagle_config": {IDS_FIELD: ids, "use_aux_hidden_state": True},
+                }
+            return {
+                "speculators_model_type": "peagle",
+                "architectures": ["PeagleLlamaForCausalLM"],
+                "transformer_layer_config": {**base, "model_type": "llama", "num_hidden_layers": k},
+                IDS_FIELD: ids,
+                "speculators_config": {"algorithm": "peagle"},
+            }
+        m = min(k, n)  # one tap per draft layer, as the trainers' default has
+        ids = list(
+            data(_ids_strategy(n, min_size=m, max_size=m, allow_embedding=False, sorted_=True))
+        )
+        dflash: dict[str, Any] = {"mask_token_id": 151669}
+        written = data(flags) or name == "nemotron-3.5"
+        if written:
+            dflash["target_layer_ids"] = ids
+        config: dict[str, Any] = {
+            **base,
+            "architectures": ["DFlashDraftModel"],
+            "num_hidden_layers": k,
+            "num_target_layers": n,
+            "block_size": 16,
+            "dflash_config": dflash,
+        }
+        if name == "dflash2":
+            config["architectures"] = ["DFlash2DraftModel"]
+        elif name == "domino":
+            dflash.update(
+                projector_type="domino",
+                shift_label=True,
+                pure_draft_prefix_len=1,
+                gru_hidden_dim=1024,
+                emb_dim=256,
+            )
+        elif name == "dspark":
+            config["architectures"] = ["DSparkDraftModel"]
+            dflash.update(projector_type="dspark", markov_rank=256, markov_head_type="vanilla")
+        elif name == "nemotron-3.5":
+            config[IDS_FIELD] = [i + 1 for i in ids]
         return config
 
     return draw()

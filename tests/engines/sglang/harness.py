@@ -546,15 +546,18 @@ def crash_class(exc: BaseException) -> str:
     return f"other:{type(exc).__name__}"
 
 
-def observe(pair: Pair, ids: Sequence[int] | None) -> Observed:
-    """Call the release's own setter with ``ids``, run its forward, identify what it collected."""
+def observe(
+    pair: Pair, ids: Sequence[int] | None, *, setter: str = "set_eagle3_layers_to_capture"
+) -> Observed:
+    """Call the release's own setter (EAGLE-3's, or ``set_dflash_layers_to_capture``) with
+    ``ids``, run its forward, identify what it collected."""
     from eagle3_contracts.capture.identify import identify_segments
 
     model = pair.sglang
     _restore(pair.pristine)
     given = None if ids is None else tuple(int(i) for i in ids)
     try:
-        model.set_eagle3_layers_to_capture(None if given is None else list(given))
+        getattr(model, setter)(None if given is None else list(given))
     except Exception as exc:
         cls = "setter-index-error" if isinstance(exc, IndexError) else crash_class(exc)
         return Observed(given, "crash", None, cls, _line(exc))

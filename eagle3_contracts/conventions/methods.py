@@ -1,0 +1,755 @@
+"""Drafter methods beyond EAGLE-3 that tap the target's hidden states: which method a drafter
+config is, which fields name its taps, and what each probed engine release does with them.
+
+Read from the released wheels sglang==0.5.23 and vllm==0.33.0 (file:line below). The EAGLE-3
+family (EAGLE-3, EAGLE-3.1, P-EAGLE) names its taps with the EAGLE-3 fields and is answered by
+the release tables (``conventions.predict``); the block-draft family (DFlash, DFlash2, Domino,
+DSpark, Nemotron-3.5 drafts) names them with ``target_layer_ids`` (canonical: the output of
+layer N, HF ``hidden_states[N + 1]``) and is answered here for SGLang (its own reader, fallback
+and setter) and by the table's reader for vLLM, with the DFlash fc sizing of each release.
+
+``detect(draft_config)`` is the one place a method is told from a config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eagle3_contracts.errors import ContractError
+
+# -- the methods ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Method:
+    """One drafter method: how a config names it and which fields name its taps."""
+
+    name: str  # "dflash": the key the reports print
+    label: str  # "DFlash"
+    block: bool  # True: taps named by target_layer_ids (the block-draft family)
+    architectures: tuple[str, ...]  # drafter architectures that name this method
+    fields: tuple[str, ...]  # fields that name the taps, in the engines' precedence
+    meaning: str  # what an id means in training
+    trainers: tuple[str, ...]  # how drafters of this method are trained (code, file)
+
+
+_OUTPUT = "output of target layer N (HF hidden_states[N + 1]); canonical id N"
+_EAGLE3_FIELDS = (
+    "eagle_aux_hidden_state_layer_ids",
+    "eagle_config.eagle_aux_hidden_state_layer_ids",
+)
+_BLOCK_FIELDS = ("dflash_config.target_layer_ids", "target_layer_ids")
+
+EAGLE3 = Method(
+    name="eagle3",
+    label="EAGLE-3",
+    block=False,
+    architectures=("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM"),
+    fields=_EAGLE3_FIELDS,
+    meaning="per trainer (see conventions): output or boundary",
+    trainers=("SpecForge, speculators, ModelOpt, original EAGLE (conventions/*.py)",),
+)
+EAGLE31 = Method(
+    name="eagle3.1",
+    label="EAGLE-3.1",
+    block=False,
+    architectures=(),
+    fields=_EAGLE3_FIELDS,
+    meaning="as EAGLE-3, plus the norm flags fc_norm / norm_before_fc / norm_output",
+    trainers=(
+        "speculators (models/eagle3 config: fc_norm, norm_before_fc, norm_output default false)",
+    ),
+)
+PEAGLE = Method(
+    name="p-eagle",
+    label="P-EAGLE",
+    block=False,
+    architectures=("PEagleDraftModel", "PeagleLlamaForCausalLM", "PeagleQwen3ForCausalLM"),
+    fields=_EAGLE3_FIELDS,
+    meaning="as EAGLE-3 (parallel drafting: several tokens per step from the same taps)",
+    trainers=("speculators P-EAGLE recipe (EAGLE-3 ids, parallel-drafting flags)",),
+)
+DFLASH = Method(
+    name="dflash",
+    label="DFlash",
+    block=True,
+    architectures=("DFlashDraftModel", "MuseGlimmerAssistantModel", "DFlashLagunaForCausalLM"),
+    fields=_BLOCK_FIELDS,
+    meaning=_OUTPUT,
+    trainers=(
+        "z-lab dflash model/utils.py extract_context_feature: hidden_states[i + 1]; default "
+        "build_target_layer_ids(num_target_layers, num_hidden_layers)",
+        "SpecForge specforge/modeling/draft/dflash.py (same helpers)",
+    ),
+)
+DFLASH2 = replace(
+    DFLASH,
+    name="dflash2",
+    label="DFlash2",
+    architectures=("DFlash2DraftModel", "DFlash2BeamDraftModel", "MiniMaxDFlash2DraftModel"),
+)
+DOMINO = replace(  # a DFlash drafter with dflash_config.projector_type == "domino"
+    DFLASH, name="domino", label="Domino", architectures=()
+)
+DSPARK = Method(
+    name="dspark",
+    label="DSpark",
+    block=True,
+    architectures=(
+        "Qwen3DSparkModel",
+        "DSparkDraftModel",
+        "LingDSparkModel",
+        "Gemma4DSparkModel",
+        "Qwen3OmniDSparkModel",
+    ),
+    fields=("dspark_target_layer_ids", *_BLOCK_FIELDS),
+    meaning=_OUTPUT,
+    trainers=("SpecForge DSpark recipe (DFlash helpers, markov head)",),
+)
+NEMOTRON35 = Method(
+    name="nemotron-3.5",
+    label="Nemotron-3.5 draft",
+    block=True,
+    architectures=(),  # DFlash/DSpark drafters shipping both encodings
+    fields=(*_BLOCK_FIELDS, "eagle_aux_hidden_state_layer_ids"),
+    meaning=_OUTPUT + "; eagle_aux_hidden_state_layer_ids[i] == target_layer_ids[i] + 1",
+    trainers=("NVIDIA Nemotron-3.5 DFlash/DSpark drafts (both encodings in one config)",),
+)
+
+METHODS: tuple[Method, ...] = (EAGLE3, EAGLE31, PEAGLE, DFLASH, DFLASH2, DOMINO, DSPARK, NEMOTRON35)
+"""Every method ``detect`` can answer, EAGLE-3 first."""
+
+_EAGLE31_FLAGS = ("fc_norm", "norm_output")
+
+
+def at_path(data: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted JSON path (``dflash_config.target_layer_ids``), ``None`` when any
+    step is absent or not an object."""
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+_get = at_path
+
+
+def _archs(draft: Mapping[str, Any]) -> tuple[str, ...]:
+    archs = draft.get("architectures")
+    if isinstance(archs, list):
+        return tuple(a for a in archs if isinstance(a, str))
+    return ()
+
+
+def detect(draft: Mapping[str, Any]) -> Method:
+    """The method of a drafter config (EAGLE-3 when nothing names another one).
+
+    Block-draft drafters are told by their architecture or by a DFlash/DSpark field
+    (``dflash_config``, ``dspark_target_layer_ids``, top-level ``target_layer_ids`` without
+    EAGLE-3 ids); a Nemotron-3.5 draft ships both encodings; Domino is a DFlash drafter with
+    ``dflash_config.projector_type == "domino"`` (sglang 0.5.23 dflash_utils.py:542-543)."""
+    if not isinstance(draft, Mapping):
+        raise ContractError("the draft config must be a JSON object", field="draft_config")
+    archs = set(_archs(draft))
+    dflash_cfg = draft.get("dflash_config")
+    has_dflash = isinstance(dflash_cfg, Mapping)
+    eagle_top = draft.get("eagle_aux_hidden_state_layer_ids")
+    block_ids = block_ids_in(draft)
+    block = (
+        has_dflash
+        or draft.get("dspark_target_layer_ids") is not None
+        or any(a in archs for m in METHODS if m.block for a in m.architectures)
+        or (
+            block_ids is not None
+            and eagle_top is None
+            and draft.get("eagle_config") is None
+            and not any("eagle3" in a.lower() for a in archs)  # an EAGLE-3 class wins
+        )
+    )
+    if block:
+        if block_ids is not None and eagle_top is not None:
+            return NEMOTRON35
+        projector = (dflash_cfg or {}).get("projector_type", draft.get("projector_type"))
+        if projector == "domino":
+            return DOMINO
+        if archs & set(DSPARK.architectures) or draft.get("dspark_target_layer_ids") is not None:
+            return DSPARK
+        if archs & set(DFLASH2.architectures):
+            return DFLASH2
+        return DFLASH
+    if archs & set(PEAGLE.architectures) or draft.get("speculators_model_type") == "peagle":
+        return PEAGLE
+    eagle = draft.get("eagle_config")
+    flags = [
+        f
+        for f in _EAGLE31_FLAGS
+        if draft.get(f) is True or (isinstance(eagle, Mapping) and eagle.get(f) is True)
+    ]
+    if flags:
+        return EAGLE31
+    return EAGLE3
+
+
+def block_ids_in(draft: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The DFlash-family ids as written (``dflash_config.target_layer_ids``, else the top-level
+    ``target_layer_ids``: sglang 0.5.23 dflash_utils.py:656-660), ``None`` when absent."""
+    for path in _BLOCK_FIELDS:
+        value = _get(draft, path)
+        if value is not None:
+            return _int_ids(value, path)
+    return None
+
+
+def block_ids_path(draft: Mapping[str, Any]) -> str | None:
+    """Where the DFlash-family ids are written (``None`` when absent)."""
+    return next((p for p in _BLOCK_FIELDS if _get(draft, p) is not None), None)
+
+
+def int_ids(value: Any, path: str) -> tuple[int, ...]:
+    """A list of integer layer ids read at ``path`` (``ContractError`` naming it otherwise)."""
+    if not isinstance(value, (list, tuple)) or any(
+        isinstance(v, bool) or not isinstance(v, int) for v in value
+    ):
+        raise ContractError(
+            f"{path} must be a list of integer layer ids, got {value!r}", field=path
+        )
+    return tuple(value)
+
+
+_int_ids = int_ids
+
+
+def draft_layers(draft: Mapping[str, Any]) -> int | None:
+    """The drafter's own layer count (``num_hidden_layers``, or its ``text_config``'s)."""
+    text = draft.get("text_config")
+    section = text if isinstance(text, Mapping) else draft
+    value = section.get("num_hidden_layers", draft.get("num_hidden_layers"))
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
+    """SGLang's (and z-lab's) guess of the taps when a config names none: sglang 0.5.23
+    speculative/dflash_utils.py:348-385 (``ValueError`` for fewer than 4 target layers)."""
+    if num_target_layers <= 0 or num_draft_layers <= 0:
+        raise ContractError(
+            f"build_target_layer_ids needs positive counts, got ({num_target_layers}, "
+            f"{num_draft_layers})",
+            field="num_hidden_layers",
+        )
+    if num_draft_layers == 1:
+        return [num_target_layers // 2]
+    start, end = 1, num_target_layers - 3
+    if end < start:
+        raise ContractError(
+            f"DFlash layer selection requires num_target_layers >= 4, got {num_target_layers}",
+            field="num_hidden_layers",
+        )
+    span = end - start
+    return [round(start + (i * span) / (num_draft_layers - 1)) for i in range(num_draft_layers)]
+
+
+# -- what each engine release does with a method ------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineMethod:
+    """One method on one engine release: whether its drafter loads, where the taps are read,
+    what happens without them, how the drafter's fc is sized, and the release's own checks."""
+
+    method: str  # Method.name
+    release: str  # "sglang==0.5.23"
+    loads: bool  # the release registers a drafter class for this method
+    drafter: str  # the drafter class and its file:line, or why none loads
+    reads: tuple[str, ...]  # capture ids, in precedence, "+ 1" = converted to a boundary
+    fallback: str  # what the release captures when no ids are read
+    fc: str  # how the drafter's fc is sized (states x width)
+    setter: str  # the target hook the ids go through
+    checks: tuple[str, ...] = ()  # what the release refuses at start
+    only_format: tuple[str, str] | None = None  # (field, value): the one config format it loads
+
+
+_SG = "sglang==0.5.23"
+_VL = "vllm==0.33.0"
+_SG_READ = (
+    "dflash_config.target_layer_ids, else top-level target_layer_ids (srt/speculative/"
+    "dflash_utils.py:656-675), then model set_dflash_layers_to_capture: loop index id + 1 "
+    "(models/llama.py:943-953, qwen3.py:793-805, nemotron_h.py:1225-1234)"
+)
+_SG_FALLBACK = (
+    "build_target_layer_ids(L, draft num_hidden_layers) on the runtime target "
+    "(dflash_utils.py:568-571, spec_aux_hidden_state.py:247-250): a guess, logged nowhere"
+)
+SGLANG_FC = (
+    "len(target_layer_ids), else draft num_hidden_layers, x hidden_size (models/dflash.py:749-773)"
+)
+_SG_CHECKS = (
+    "ids must lie in [0, L) (dflash_utils.py:579-585 ValueError)",
+    "num_target_layers != L only logs a warning (spec_aux_hidden_state.py:236-245)",
+    "draft num_hidden_layers required (dflash_utils.py:545-551)",
+)
+_VL_READ = (
+    "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-150: top-level "
+    "eagle_aux_hidden_state_layer_ids, then dflash_config.target_layer_ids + 1, then "
+    "dspark_target_layer_ids + 1, then target_layer_ids + 1 (boundaries)",
+)
+_VL_FALLBACK = "the EAGLE-3 default boundaries (2, L//2, L-3) of the target model file"
+_VL_FC = (
+    "len(eagle3_utils ids), else draft num_hidden_layers, x (target_hidden_size or "
+    "hidden_size) (model_executor/models/qwen3_dflash.py:84-93; a different feed raises "
+    "ValueError at qwen3_dflash.py:838-845)"
+)
+
+ENGINE_METHODS: tuple[EngineMethod, ...] = (
+    EngineMethod(
+        "dflash",
+        _SG,
+        True,
+        "models/dflash.py:1317-1324 EntryClass DFlashDraftModel",
+        (_SG_READ,),
+        _SG_FALLBACK,
+        SGLANG_FC,
+        "set_dflash_layers_to_capture (attention_backend_setup.py:62-70)",
+        _SG_CHECKS,
+    ),
+    EngineMethod(
+        "dflash2",
+        _SG,
+        True,
+        "models/dflash.py:1264, 1317-1324 EntryClass DFlash2DraftModel",
+        (_SG_READ,),
+        _SG_FALLBACK,
+        SGLANG_FC,
+        "set_dflash_layers_to_capture (attention_backend_setup.py:62-70)",
+        _SG_CHECKS,
+    ),
+    EngineMethod(
+        "domino",
+        _SG,
+        True,
+        "models/dflash.py DFlashDraftModel with projector_type 'domino' (dflash_utils.py:542-543)",
+        (_SG_READ,),
+        _SG_FALLBACK,
+        SGLANG_FC,
+        "set_dflash_layers_to_capture (attention_backend_setup.py:62-70)",
+        (
+            *_SG_CHECKS,
+            "Domino needs shift_label (bool), pure_draft_prefix_len == 1, gru_hidden_dim, "
+            "emb_dim, block_size > 1 (dflash_utils.py:773-791)",
+        ),
+    ),
+    EngineMethod(
+        "dspark",
+        _SG,
+        True,
+        "models/dspark.py:995 EntryClass Qwen3DSparkModel, LingDSparkModel, DSparkDraftModel",
+        (
+            "dspark_target_layer_ids overrides the DFlash ids (spec_aux_hidden_state.py:260-277, "
+            "speculative/dspark_components/dspark_config.py:221-235); " + _SG_READ,
+        ),
+        _SG_FALLBACK,
+        SGLANG_FC,
+        "set_dspark_layers_to_capture, else set_dflash_layers_to_capture "
+        "(attention_backend_setup.py:62-70)",
+        (*_SG_CHECKS, "markov_rank > 0 (spec_aux_hidden_state.py:268-272 ValueError)"),
+    ),
+    EngineMethod(
+        "nemotron-3.5",
+        _SG,
+        True,
+        "models/dflash.py DFlashDraftModel / models/dspark.py Qwen3DSparkModel, the Nemotron-3.5 "
+        "layout told by is_nemotron_35_draft_config (dflash_utils.py:461-498)",
+        (_SG_READ + "; eagle_aux_hidden_state_layer_ids is read only to tell the layout",),
+        _SG_FALLBACK,
+        SGLANG_FC,
+        "set_dflash_layers_to_capture (attention_backend_setup.py:62-70)",
+        (
+            *_SG_CHECKS,
+            "the Nemotron-3.5 layout needs eagle_aux_hidden_state_layer_ids[i] == "
+            "target_layer_ids[i] + 1 (dflash_utils.py:484-494), else it is built as a "
+            "generic DFlash drafter",
+        ),
+    ),
+    EngineMethod(
+        "p-eagle",
+        _SG,
+        False,
+        "no EntryClass registers PEagleDraftModel / PeagleLlamaForCausalLM (srt/models/*.py): "
+        "the draft model cannot be built",
+        (),
+        "",
+        "",
+        "",
+    ),
+    EngineMethod(
+        "dflash",
+        _VL,
+        True,
+        "model_executor/models/registry.py:664 DFlashDraftModel -> qwen3_dflash",
+        _VL_READ,
+        _VL_FALLBACK,
+        _VL_FC,
+        "SupportsEagle3 set_aux_hidden_state_layers",
+    ),
+    EngineMethod(
+        "dflash2",
+        _VL,
+        True,
+        "model_executor/models/registry.py:666-667 DFlash2DraftModel -> qwen3_dflash2",
+        _VL_READ,
+        _VL_FALLBACK,
+        _VL_FC,
+        "SupportsEagle3 set_aux_hidden_state_layers",
+    ),
+    EngineMethod(
+        "domino",
+        _VL,
+        False,
+        "no vllm 0.33.0 file reads dflash_config.projector_type: a Domino drafter's projector "
+        "(gru_hidden_dim, emb_dim) has no module to load into",
+        _VL_READ,
+        _VL_FALLBACK,
+        _VL_FC,
+        "",
+    ),
+    EngineMethod(
+        "dspark",
+        _VL,
+        True,
+        "model_executor/models/registry.py:676-697 Qwen3DSparkModel -> qwen3_dspark "
+        "(DFlash fc sizing, qwen3_dspark.py:233)",
+        _VL_READ,
+        _VL_FALLBACK,
+        _VL_FC,
+        "SupportsEagle3 set_aux_hidden_state_layers",
+    ),
+    EngineMethod(
+        "nemotron-3.5",
+        _VL,
+        True,
+        "model_executor/models/registry.py:664 DFlashDraftModel -> qwen3_dflash",
+        (_VL_READ[0] + " (the eagle_aux ids win here)",),
+        _VL_FALLBACK,
+        _VL_FC,
+        "SupportsEagle3 set_aux_hidden_state_layers",
+    ),
+    EngineMethod(
+        "p-eagle",
+        _VL,
+        True,
+        "P-EAGLE loads from the speculators format only: speculators_model_type 'peagle' -> "
+        "method eagle3 with parallel drafting (transformers_utils/configs/speculators/base.py:"
+        "133-134, algos.py:53-81 -> PeagleLlamaForCausalLM / PeagleQwen3ForCausalLM, registry."
+        "py:699, 706); any other config is wrapped by EAGLEConfig as 'Eagle3' + architecture "
+        "(transformers_utils/configs/eagle.py:55-64, config/speculative.py:1514-1530), e.g. "
+        "Eagle3PEagleDraftModel, which registry.py does not list: the engine refuses to start",
+        ("as EAGLE-3",),
+        "as EAGLE-3",
+        "as EAGLE-3 (llama_eagle3.py)",
+        "SupportsEagle3 set_aux_hidden_state_layers",
+        only_format=("speculators_model_type", "peagle"),
+    ),
+)
+"""The rows read from the wheels; EAGLE-3 and EAGLE-3.1 are the release tables' own rows."""
+
+
+def engine_method(method: Method, release: str) -> EngineMethod | None:
+    """The row for ``method`` on ``release`` (``None``: answered by the release tables)."""
+    return next(
+        (r for r in ENGINE_METHODS if r.method == method.name and r.release == release), None
+    )
+
+
+# -- SGLang's DFlash-family capture -------------------------------------------------------
+
+SGLANG_DFLASH_SETTER_FILES: Mapping[str, frozenset[str]] = {
+    _SG: frozenset(
+        {
+            "beam.py",
+            "deepseek_v2.py",
+            "gemma4_causal.py",
+            "gemma4_mm.py",
+            "glm4_moe_lite.py",
+            "glm5_next.py",
+            "gpt_oss.py",
+            "inkling.py",
+            "kimi_k25.py",
+            "kimi_k3.py",
+            "laguna.py",
+            "lfm2.py",
+            "lfm2_moe.py",
+            "lfm2_vl.py",
+            "llama.py",
+            "mimo_v2.py",
+            "minicpmv.py",
+            "minimax_m3_vl.py",
+            "muse_glimmer.py",
+            "muse_spark.py",
+            "nanbeige.py",
+            "nano_nemotron_vl.py",
+            "nemotron_h.py",
+            "qwen3.py",
+            "qwen3_5.py",
+            "qwen3_5_text.py",
+            "qwen3_moe.py",
+            "qwen3_next.py",
+            "qwen3_vl.py",
+        }
+    )
+}
+"""Model files defining ``set_dflash_layers_to_capture`` (sglang 0.5.23 srt/models/*.py; each
+adds +1: the loop index before layer id + 1 = the output of layer id)."""
+
+SGLANG_DSPARK_SETTER_FILES: Mapping[str, frozenset[str]] = {
+    _SG: frozenset(
+        {"bailing_moe_v3.py", "deepseek_v4.py", "kimi_k3.py", "kimi_linear.py", "minimax_m3_vl.py"}
+    )
+}
+"""Model files with their own ``set_dspark_layers_to_capture`` (sglang 0.5.23; DSpark routes
+there first, attention_backend_setup.py:63-64). Each stores and places the capture its own way
+(bailing_moe_v3.py:1731-1740 captures after layer i with no +1, deepseek_v4.py:4853-4861 and
+kimi_linear.py:803-809 a separate dspark_layers_to_capture, minimax_m3_vl.py:272-281 +1 and a
+range check): not read here, so a DSpark drafter on them is answered unknown."""
+
+NEMOTRON_H_FORWARD = (
+    "nemotron_h.py NemotronHModel.forward (sglang 0.5.23 lines 876-897): loop index i captured "
+    "before layer i for i in [start, end), and end_layer after the stack"
+)
+"""NemotronH has no EAGLE-3 setter (the release table calls it unsupported) but a DFlash one."""
+
+
+@dataclass(frozen=True)
+class BlockRead:
+    """What SGLang resolves for a block-draft drafter before its target captures anything."""
+
+    elements: tuple[int, ...]  # loop indices the setter stores (id + 1), in the read order
+    native: tuple[int, ...] | None  # the ids read (None: the fallback guess)
+    ids_source: str  # the JSON path read, or "fallback"
+    fc_states: int | None  # states the drafter's fc is built for
+    crash: str | None  # a refusal at start ("dflash-ids-out-of-range", ...)
+    notes: tuple[str, ...]
+    source: str
+
+
+def sglang_block_read(method: Method, draft: Mapping[str, Any], num_layers: int) -> BlockRead:
+    """SGLang 0.5.23's taps for a block-draft drafter on an ``num_layers``-layer target."""
+    n = num_layers
+    notes: list[str] = []
+    layers = draft_layers(draft)
+    source = _SG_READ
+    path = None
+    ids = None
+    if method is DSPARK and draft.get("dspark_target_layer_ids") is not None:
+        ids = _int_ids(draft["dspark_target_layer_ids"], "dspark_target_layer_ids")
+        path = "dspark_target_layer_ids"
+    elif (found := block_ids_in(draft)) is not None:
+        ids, path = found, block_ids_path(draft)
+    if method is DSPARK:
+        rank = _markov_rank(draft)
+        if not isinstance(rank, int) or rank <= 0:
+            notes.append(
+                f"markov_rank = {rank!r}: SGLang refuses a DSpark drafter without a markov head "
+                "(spec_aux_hidden_state.py:268-272 ValueError)"
+            )
+            return BlockRead(
+                (), ids, path or "fallback", None, "dspark-markov-rank", tuple(notes), source
+            )
+    if method is NEMOTRON35:
+        aux = _int_ids(
+            draft["eagle_aux_hidden_state_layer_ids"], "eagle_aux_hidden_state_layer_ids"
+        )
+        if ids is not None and (
+            len(aux) != len(ids) or any(a != t + 1 for a, t in zip(aux, ids, strict=False))
+        ):
+            notes.append(
+                f"eagle_aux_hidden_state_layer_ids {list(aux)} != target_layer_ids + 1 "
+                f"{[t + 1 for t in ids]}: SGLang does not take it for the Nemotron-3.5 layout "
+                "(dflash_utils.py:484-494) and reads target_layer_ids; vLLM reads the eagle_aux "
+                "ids first (eagle3_utils.py:119): the two engines feed different layers"
+            )
+    if ids is None:
+        if layers is None:
+            notes.append("the draft config has no num_hidden_layers (dflash_utils.py:545-551)")
+            return BlockRead(
+                (), None, "fallback", None, "dflash-no-draft-layers", tuple(notes), source
+            )
+        try:
+            guess = build_target_layer_ids(n, layers)
+        except ContractError as exc:
+            notes.append(f"{exc} (dflash_utils.py:374-378 ValueError)")
+            return BlockRead(
+                (), None, "fallback", None, "dflash-fallback-error", tuple(notes), source
+            )
+        notes.append(
+            f"no target_layer_ids: SGLang guesses build_target_layer_ids(L={n}, draft layers="
+            f"{layers}) = {guess} (dflash_utils.py:348-385, 568-571), silently"
+        )
+        return BlockRead(
+            tuple(g + 1 for g in guess), None, "fallback", len(guess), None, tuple(notes), source
+        )
+    bad = [i for i in ids if i < 0 or i >= n]
+    if bad:
+        notes.append(
+            f"ids {bad} are outside [0, {n}): SGLang refuses the drafter at start "
+            "(dflash_utils.py:579-585 ValueError)"
+        )
+        return BlockRead(
+            (), ids, path or "", len(ids), "dflash-ids-out-of-range", tuple(notes), source
+        )
+    trained = draft.get("num_target_layers", _get(draft, "dflash_config.num_target_layers"))
+    if isinstance(trained, int) and trained != n:
+        notes.append(
+            f"num_target_layers = {trained} but the target has {n} layers: SGLang only warns "
+            "(spec_aux_hidden_state.py:236-245)"
+        )
+    states = len(ids)
+    if path == "dspark_target_layer_ids":
+        # the DSpark drafter is a DFlashDraftModel (models/dspark.py:513-519, 967): its fc
+        # counts the DFlash ids, else its layers (models/dflash.py:749-773), not the DSpark ones
+        dflash_ids = block_ids_in(draft)
+        states = len(dflash_ids) if dflash_ids is not None else (layers or len(ids))
+        if states != len(ids):
+            notes.append(
+                f"dspark_target_layer_ids captures {len(ids)} states; the drafter's fc is built "
+                f"for {states} (the DFlash ids or its layers, models/dflash.py:749-773)"
+            )
+    return BlockRead(tuple(i + 1 for i in ids), ids, path or "", states, None, tuple(notes), source)
+
+
+def _markov_rank(draft: Mapping[str, Any]) -> Any:
+    """DSpark's markov_rank as SGLang reads it: ``dspark_markov_rank``, else ``dspark_config`` /
+    ``dflash_config`` (published drafts nest it there), else the text config's or the top
+    level's, else 0 (speculative/dspark_components/dspark_config.py:205-249)."""
+    if draft.get("dspark_markov_rank") is not None:
+        return draft["dspark_markov_rank"]
+    for section in ("dspark_config", "dflash_config"):
+        nested = draft.get(section)
+        if isinstance(nested, Mapping) and "markov_rank" in nested:
+            return nested["markov_rank"]
+    text = draft.get("text_config")
+    if isinstance(text, Mapping) and "markov_rank" in text:
+        return text["markov_rank"]
+    return draft.get("markov_rank", 0)
+
+
+VLLM_V1_READER = (
+    "vllm 0.33.0 v1/worker/gpu_model_runner.py:5190-5222 _get_eagle3_aux_layers_from_config: "
+    "top-level eagle_aux_hidden_state_layer_ids, else dflash_config.target_layer_ids + 1, "
+    "replaced by eagle_config.eagle_aux_hidden_state_layer_ids whenever an eagle_config exists"
+)
+"""The V1 runner's reader, dflash branch included (the release table's V1 precedence lists only
+its EAGLE-3 fields)."""
+
+
+def vllm_v1_ids(draft: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
+    """The boundaries vLLM 0.33.0's V1 runner reads for a drafter (``None``: its default), and
+    the JSON path they came from (``VLLM_V1_READER``)."""
+    top = draft.get("eagle_aux_hidden_state_layer_ids")
+    if top:
+        return int_ids(top, "eagle_aux_hidden_state_layer_ids"), "eagle_aux_hidden_state_layer_ids"
+    found: Any = None
+    path = "default"
+    dflash = draft.get("dflash_config")
+    if isinstance(dflash, Mapping) and dflash:
+        ids = int_ids(dflash.get("target_layer_ids") or [], "dflash_config.target_layer_ids")
+        found, path = [i + 1 for i in ids], "dflash_config.target_layer_ids"
+    eagle = draft.get("eagle_config")
+    if isinstance(eagle, Mapping) and eagle:
+        found = eagle.get("eagle_aux_hidden_state_layer_ids")
+        path = "eagle_config.eagle_aux_hidden_state_layer_ids"
+    if not found:
+        return None, "default"
+    return int_ids(found, path), path
+
+
+def vllm_fc_states(draft: Mapping[str, Any]) -> tuple[int | None, str]:
+    """States vLLM 0.33.0's DFlash-family fc is built for: the count of the V2 reader's ids,
+    else the draft's num_hidden_layers (qwen3_dflash.py:84-93)."""
+    for path, _offset in (
+        ("eagle_aux_hidden_state_layer_ids", 0),
+        ("dflash_config.target_layer_ids", 1),
+        ("dspark_target_layer_ids", 1),
+        ("target_layer_ids", 1),
+        ("dflash_config.layer_ids", 0),
+        ("eagle_config.layer_ids", 0),
+    ):
+        value = _get(draft, path)
+        if value:
+            return len(_int_ids(value, path)), f"len({path}): {_VL_FC}"
+    return draft_layers(draft), f"no ids: draft num_hidden_layers: {_VL_FC}"
+
+
+# -- the trained claim ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainedTaps:
+    """The canonical taps a block-draft drafter was trained on, or why they are not known."""
+
+    method: Method
+
+    canonical: tuple[int, ...] | None  # None: unknown
+    source: str
+    assumptions: tuple[str, ...] = ()
+    native: tuple[int, ...] | None = None
+    ids_source: str = ""
+
+
+def trained_taps(draft: Mapping[str, Any], num_layers: int) -> TrainedTaps | None:
+    """What a block-draft drafter was trained on (``None`` for the EAGLE-3 family): its ids as
+    layer outputs (z-lab dflash and SpecForge capture ``hidden_states[i + 1]``), else the
+    trainer's default ``build_target_layer_ids(num_target_layers, draft layers)``."""
+    method = detect(draft)
+    if not method.block:
+        return None
+    trainers = "; ".join(method.trainers)
+    if method is DSPARK and draft.get("dspark_target_layer_ids") is not None:
+        spark = _int_ids(draft["dspark_target_layer_ids"], "dspark_target_layer_ids")
+        return TrainedTaps(
+            method, spark, f"{method.label}: {trainers}", (), spark, "dspark_target_layer_ids"
+        )
+    ids = block_ids_in(draft)
+    if ids is not None:
+        return TrainedTaps(
+            method, ids, f"{method.label}: {trainers}", (), ids, block_ids_path(draft) or ""
+        )
+    trained_n = draft.get("num_target_layers", _get(draft, "dflash_config.num_target_layers"))
+    layers = draft_layers(draft)
+    if not isinstance(trained_n, int) or layers is None:
+        return TrainedTaps(
+            method,
+            None,
+            f"{method.label}: the config records neither target_layer_ids nor num_target_layers: "
+            "the trained taps are not recorded",
+        )
+    guess = tuple(build_target_layer_ids(trained_n, layers))
+    return TrainedTaps(
+        method,
+        guess,
+        f"{method.label}: {trainers}",
+        (
+            f"no target_layer_ids: the trainer's default build_target_layer_ids("
+            f"num_target_layers={trained_n}, draft layers={layers}) = {list(guess)}",
+        ),
+        None,
+        "default",
+    )
+
+
+def describe(method: Method) -> str:
+    """``DFlash (target_layer_ids: output of target layer N ...)`` for reports."""
+    return f"{method.label} (taps: {' then '.join(method.fields)}; {method.meaning})"
+
+
+def all_fields(methods: Sequence[Method] = METHODS) -> tuple[str, ...]:
+    """Every field some method names its taps with (for readers that list what they skip)."""
+    seen: dict[str, None] = {}
+    for m in methods:
+        for f in m.fields:
+            seen.setdefault(f, None)
+    return tuple(seen)
