@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -150,16 +151,39 @@ def read_json_file(
 def replace_text(
     path: str | os.PathLike[str], text: str, *, what: str, error: ErrorType = ConfigError
 ) -> None:
-    """Write ``text`` over ``path`` atomically (a temporary file beside it, then ``os.replace``):
-    a reader sees the old file or the new one, never half of one."""
+    """Write ``text`` over ``path`` atomically: a uniquely named temporary file beside it,
+    flushed to disk, then ``os.replace``. A reader (or a concurrent writer) sees the old file or
+    a whole new one, never half of one; the file keeps its permission bits (new files: 0644)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.eagle3.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o644
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".eagle3.tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise error(f"cannot write the {what}: {exc.strerror or exc}", source=str(path)) from None
+
+
+CACHE_DIR_NAME = "eagle3-contracts"
+
+
+def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/eagle3-contracts``, else ``~/.cache/eagle3-contracts`` (a relative
+    ``XDG_CACHE_HOME`` is ignored, as the XDG base-directory spec says: it would write under the
+    working directory). Where probes write; never the package or the working directory."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / CACHE_DIR_NAME
 
 
 __all__ = [
@@ -171,4 +195,5 @@ __all__ = [
     "read_json_file",
     "regular_file",
     "replace_text",
+    "user_cache_dir",
 ]

@@ -51,8 +51,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     RT.load_table.cache_clear()
     RT.load_trainer_table.cache_clear()
     monkeypatch.setattr(RT, "_data_dir", lambda: _Listing(tmp_path))
+    RT._shared_entries.cache_clear()
     (tmp_path / "trainers").mkdir()
     yield tmp_path
+    RT._shared_entries.cache_clear()
     RT.load_table.cache_clear()
     RT.load_trainer_table.cache_clear()
 
@@ -96,12 +98,13 @@ def test_an_unknown_framework_is_refused_naming_the_known_ones() -> None:
 
 def test_an_unprobed_release_is_refused_naming_every_probed_one() -> None:
     with pytest.raises(ContractError) as err:
-        RT.load_table("vllm", "0.20.0")
+        RT.load_table("vllm", "0.4.0")
     assert err.value.field == "convention"
+    known = ", ".join(RT.known_releases()["vllm"])
     assert str(err.value) == (
-        "vllm==0.20.0 has not been probed; known vllm releases: 0.21.0, 0.22.0, 0.32.0, 0.33.0. "
-        "Probe it with `python -m eagle3_contracts.probe refresh --release vllm==0.20.0` "
-        "(needs the package index)"
+        f"vllm==0.4.0 has not been probed; known vllm releases: {known}. "
+        "Probe it with `python -m eagle3_contracts.probe refresh --release vllm==0.4.0` "
+        "(needs the package index; writes to the user cache)"
     )
 
 
