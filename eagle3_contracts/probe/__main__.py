@@ -1,13 +1,14 @@
 """``python -m eagle3_contracts.probe {refresh,check,bisect,table}``.
 
-refresh  probe releases (default: every known one) into the user's cache
+refresh  probe releases (default: every shipped one) into the user's cache
          ($XDG_CACHE_HOME/eagle3-contracts/tables, else ~/.cache/eagle3-contracts/tables), read
          after the shipped tables; never the package or the working directory. --ship (for the
          maintainers' scripts/reprobe_releases.py) writes them into the package data instead,
          compactly: an entry several releases share is stored once in data/shared/
-check    probe releases and compare with the package data; also probe the newest release on the
-         index (--new) and compare its behaviour with the newest shipped table of its framework;
-         exit 1 on any difference (the drift alarm run by ``tox -e registry``)
+check    probe releases (default: the README table's) and compare with the package data; also
+         probe the newest release on the index (--new) and compare its behaviour with the
+         newest shipped table of its framework; exit 1 on any difference (the drift alarm run
+         by ``tox -e registry``)
 bisect   find the newest release whose draft-config reader behaves like an old one
 table    render the README table from the committed tables (offline)
 
@@ -42,9 +43,10 @@ PACKAGE_DATA = Path(__file__).resolve().parent.parent / "conventions" / "data"
 """The shipped tables: what refresh writes, check compares with and table renders."""
 
 
-def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """The releases ``--release`` names (default: every shipped one and the trainers), plus
-    the newest on the index with ``--new``; each once, in order."""
+def _releases(args: argparse.Namespace, every: bool = True) -> list[tuple[str, str]]:
+    """The releases ``--release`` names (default: every shipped one, or with ``every=False``
+    the README table's ``KNOWN_RELEASES``; and the trainers), plus the newest on the index with
+    ``--new``; each once, in order."""
     if args.release:
         out = []
         for item in args.release:
@@ -58,7 +60,7 @@ def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
     else:
         out = [
             (fw, v)
-            for known in (shipped_releases(), TRAINER_RELEASES)
+            for known in (shipped_releases() if every else KNOWN_RELEASES, TRAINER_RELEASES)
             for fw, versions in known.items()
             for v in versions
         ]
@@ -114,8 +116,7 @@ def write(path: Path, text: str) -> None:
 
 def shipped_tables(data: Path, framework: str) -> dict[str, dict]:
     """Every table of ``framework`` in the data folder ``data``, shared entries expanded."""
-    pool_path = data / SHARED_DIR / f"{framework}.json"
-    pool = json.loads(pool_path.read_text()) if pool_path.exists() else {}
+    pool = _pool(data, framework)
     out = {}
     for path in data.glob(f"{framework}-*.json"):
         out[path.stem.split("-", 1)[1]] = expand(framework, json.loads(path.read_text()), pool)
@@ -137,16 +138,22 @@ def _shipped(data: Path, framework: str, version: str) -> dict | None:
     path = data / f"{framework}-{version}.json"
     if not path.exists():
         return None
+    table: dict = json.loads(path.read_text())
     if framework in TRAINERS:
-        return json.loads(path.read_text())
-    pool_path = data / SHARED_DIR / f"{framework}.json"
-    pool = json.loads(pool_path.read_text()) if pool_path.exists() else {}
-    return expand(framework, json.loads(path.read_text()), pool)
+        return table
+    return expand(framework, table, _pool(data, framework))
+
+
+def _pool(data: Path, framework: str) -> dict:
+    """The shared entries of ``framework`` in the data folder ``data`` (empty when none)."""
+    path = data / SHARED_DIR / f"{framework}.json"
+    pool: dict = json.loads(path.read_text()) if path.exists() else {}
+    return pool
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     problems: list[str] = []
-    for framework, version in _releases(args):
+    for framework, version in _releases(args, every=False):  # the drift alarm: a few releases
         label = f"{framework}=={version}"
         new = _probe(framework, version, args.cache)
         old = _shipped(_folder(args.data, framework), framework, version)

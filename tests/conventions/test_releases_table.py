@@ -24,7 +24,9 @@ from eagle3_contracts.probe import selection
 def test_known_releases_are_ordered_by_version_number_not_text() -> None:
     known = RT.known_releases()
     assert list(known) == ["sglang", "vllm"]  # trainers/ is not a framework
-    assert known["sglang"][:3] == ("0.5.5", "0.5.12", "0.5.13")  # 0.5.5 before 0.5.12
+    sglang = known["sglang"]
+    assert sglang.index("0.5.5") < sglang.index("0.5.12") < sglang.index("0.5.13")  # by number
+    assert sglang.index("0.5.5") < sglang.index("0.5.5.post1") < sglang.index("0.5.6")
     assert known["sglang"][-1] == "0.5.23" and known["vllm"][-1] == "0.33.0"
     assert {"0.21.0", "0.32.0"} <= set(known["vllm"])
 

@@ -108,3 +108,19 @@ def test_no_installed_engine_is_one_clear_error(env: Path) -> None:
         locate("vllm")
     assert err.value.field == "serve_with"
     assert "no vllm package is installed" in str(err.value)
+
+
+def test_check_serves_with_the_installed_engine_and_notes_the_patch(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eagle3_contracts.cli import main
+
+    patched = dict(RELEASED)
+    patched["sglang/srt/models/llama.py"] = patched["sglang/srt/models/llama.py"].replace(*PATCH)
+    _install(env, patched)
+    code = main(["check", "--example", "kimi-k2.5", "--serve-with", "sglang==installed"])
+    out = capsys.readouterr().out
+    found = resolve("sglang")
+    assert code == 1  # the fake release has no deepseek_v2.py: that row is unknown
+    assert f"note: {found.note()}" in out.splitlines()
+    assert f"sglang=={VERSION}+installed.{found.digest}" in out

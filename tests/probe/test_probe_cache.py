@@ -20,7 +20,7 @@ from eagle3_contracts.conventions.predict import predict_feed
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import fetch
 from eagle3_contracts.probe.__main__ import main
-from eagle3_contracts.probe.frameworks import SGLANG
+from eagle3_contracts.probe.frameworks import FRAMEWORKS, SGLANG
 
 from ._fixtures import BEFORE_LAYER, CAUSAL_LM
 
@@ -183,3 +183,17 @@ def test_a_concurrent_extraction_keeps_the_finished_folder(
 
     monkeypatch.setattr(fetch.subprocess, "run", no_download)
     assert fetch.fetch(SGLANG, "0.5.96") == root
+
+
+def test_every_final_and_post_release_from_the_floor_is_reprobed() -> None:
+    """``scripts/reprobe_releases.py``'s list: SGLang from 0.5.0, vLLM from 0.10.0, post-releases
+    in, pre-releases out, oldest first."""
+    index = ["0.4.10.post2", "0.5.0rc1", "0.5.10", "0.5.1.post3", "0.5.1", "0.5.9", "0.6.0.dev1"]
+    assert fetch.releases_since(SGLANG, index) == ["0.5.1", "0.5.1.post3", "0.5.9", "0.5.10"]
+    vllm = ["0.9.2", "0.10.0", "0.10.1.1", "0.10.1", "0.33.0", "0.11.0rc2"]
+    assert fetch.releases_since(FRAMEWORKS["vllm"], vllm) == [
+        "0.10.0",
+        "0.10.1",
+        "0.10.1.1",
+        "0.33.0",
+    ]
