@@ -375,6 +375,45 @@ def _sync_folder(folder: Path) -> None:
             os.close(fd)
 
 
+def replace_text(
+    path: str | os.PathLike[str], text: str, *, what: str, error: ErrorType = ConfigError
+) -> None:
+    """Write ``text`` over ``path`` atomically: a uniquely named temporary file beside it,
+    flushed to disk, then ``os.replace``. A reader (or a concurrent writer) sees the old file or
+    a whole new one, never half of one; the file keeps its permission bits (new files: 0644)."""
+    path = Path(path)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o644
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".eagle3.tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+        _sync_folder(path.parent)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise error(f"cannot write the {what}: {exc.strerror or exc}", source=str(path)) from None
+
+
+CACHE_DIR_NAME = "eagle3-contracts"
+
+
+def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/eagle3-contracts``, else ``~/.cache/eagle3-contracts`` (a relative
+    ``XDG_CACHE_HOME`` is ignored, as the XDG base-directory spec says: it would write under the
+    working directory). Where probes write; never the package or the working directory."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / CACHE_DIR_NAME
+
+
 __all__ = [
     "CONFIG_LIMIT",
     "MAX_JSON_DEPTH",
@@ -386,5 +425,7 @@ __all__ = [
     "read_json_file",
     "read_text_file",
     "regular_file",
+    "replace_text",
+    "user_cache_dir",
     "write_text_file",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +12,17 @@ if TYPE_CHECKING:  # imported lazily: tests/engines run this conftest in the eng
     import torch
 
 MakeDump = Callable[..., Path]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The user cache (``$XDG_CACHE_HOME/eagle3-contracts``) of every test is a fresh folder:
+    no test reads tables a user probed, or writes where a user would look."""
+    patch = pytest.MonkeyPatch()
+    path = tmp_path_factory.mktemp("xdg-cache")
+    patch.setenv("XDG_CACHE_HOME", str(path))
+    yield path / "eagle3-contracts"
+    patch.undo()
 
 
 @pytest.fixture(scope="module")

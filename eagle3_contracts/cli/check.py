@@ -89,15 +89,31 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list:
         from eagle3_contracts.conventions import ALIASES, TRAINER_DEFAULTS
-        from eagle3_contracts.conventions.releases import known_releases
+        from eagle3_contracts.conventions.releases import (
+            known_releases,
+            rule_changes,
+            shipped_releases,
+        )
 
         for name in conventions.REGISTRY:
             print(conventions.get(name).summary())
+        shipped = shipped_releases()
         for framework, versions in known_releases().items():
+            cached = [v for v in versions if v not in shipped.get(framework, ())]
             print(
-                f"{framework} releases (probed; unversioned '{framework}' = {versions[-1]}, "
-                f"the rule of the target's model file): " + ", ".join(versions)
+                f"{framework} releases ({len(versions)} probed; unversioned '{framework}' = "
+                f"{versions[-1]}, the rule of the target's model file): "
+                + ", ".join(versions)
+                + (f" (probed into the user cache: {', '.join(cached)})" if cached else "")
             )
+        for framework, log in rule_changes().items():
+            print(f"{framework} rule changes (first release with the new value):")
+            for entry in log:
+                for change in entry["changed"]:
+                    print(
+                        f"  {entry['release']}: {change['path']} {change['old']!r} -> "
+                        f"{change['new']!r}"
+                    )
         print("aliases: " + ", ".join(f"{a} = {r}" for a, r in ALIASES.items()))
         print(
             "trainer releases: "
@@ -114,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
             f"--serve-with takes system names, got {stray[0]!r}: put DRAFT before --serve-with "
             "(its values run to the next option)"
         )
+    installed_notes: list[str] = []
+    if any("==installed" in s.lower() for s in serve_with):  # the engine in this environment
+        from eagle3_contracts.probe.installed import resolve_names
+
+        serve_with, installed_notes = resolve_names(serve_with)
     if args.example:
         if draft or target:
             raise UsageError("--example replaces DRAFT and --target; give one or the other")
@@ -152,6 +173,10 @@ def run(args: argparse.Namespace) -> int:
         pp_partition=args.pp_partition,
         title=title,
     )
+    if installed_notes:
+        import dataclasses
+
+        report = dataclasses.replace(report, notes=(*report.notes, *installed_notes))
     if claim:
         import sys
 

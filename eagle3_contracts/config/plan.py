@@ -753,6 +753,8 @@ def _release_verdict(
                 (),
                 None,
             )
+        if served.feed.unprobed:  # the reason and the probe command, once
+            return (FindingKind.UNKNOWN, f"unknown: {served.source}", (), None)
         return (FindingKind.UNKNOWN, f"unknown: needs reading at {served.source}", (), None)
     if served.kind == "crash" and served.release is None and not trained.refused:
         return (  # a registry entry's crash (TensorRT-LLM's unwritten buffer slots)

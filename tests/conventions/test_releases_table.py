@@ -24,7 +24,9 @@ from eagle3_contracts.probe import selection
 def test_known_releases_are_ordered_by_version_number_not_text() -> None:
     known = RT.known_releases()
     assert list(known) == ["sglang", "vllm"]  # trainers/ is not a framework
-    assert known["sglang"][:3] == ("0.5.5", "0.5.12", "0.5.13")  # 0.5.5 before 0.5.12
+    sglang = known["sglang"]
+    assert sglang.index("0.5.5") < sglang.index("0.5.12") < sglang.index("0.5.13")  # by number
+    assert sglang.index("0.5.5") < sglang.index("0.5.5.post1") < sglang.index("0.5.6")
     assert known["sglang"][-1] == "0.5.23" and known["vllm"][-1] == "0.33.0"
     assert {"0.21.0", "0.32.0"} <= set(known["vllm"])
 
@@ -51,8 +53,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     RT.load_table.cache_clear()
     RT.load_trainer_table.cache_clear()
     monkeypatch.setattr(RT, "_data_dir", lambda: _Listing(tmp_path))
+    RT._shared_entries.cache_clear()
     (tmp_path / "trainers").mkdir()
     yield tmp_path
+    RT._shared_entries.cache_clear()
     RT.load_table.cache_clear()
     RT.load_trainer_table.cache_clear()
 
@@ -96,12 +100,13 @@ def test_an_unknown_framework_is_refused_naming_the_known_ones() -> None:
 
 def test_an_unprobed_release_is_refused_naming_every_probed_one() -> None:
     with pytest.raises(ContractError) as err:
-        RT.load_table("vllm", "0.20.0")
+        RT.load_table("vllm", "0.4.0")
     assert err.value.field == "convention"
+    known = ", ".join(RT.known_releases()["vllm"])
     assert str(err.value) == (
-        "vllm==0.20.0 has not been probed; known vllm releases: 0.21.0, 0.22.0, 0.32.0, 0.33.0. "
-        "Probe it with `python -m eagle3_contracts.probe refresh --release vllm==0.20.0` "
-        "(needs the package index)"
+        f"vllm==0.4.0 has not been probed; known vllm releases: {known}. "
+        "Probe it with `python -m eagle3_contracts.probe refresh --release vllm==0.4.0` "
+        "(needs the package index; writes to the user cache)"
     )
 
 

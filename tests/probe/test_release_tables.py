@@ -9,19 +9,24 @@ from pathlib import Path
 import pytest
 
 from eagle3_contracts.conventions.releases import (
+    CHANGES_FILE,
+    COVERAGE_FILE,
+    SHARED_DIR,
     Placement,
     ReleaseTable,
     SelectionRule,
     convention_from_table,
     known_releases,
     load_table,
+    read_json,
+    shipped_releases,
 )
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import render
 from eagle3_contracts.probe.__main__ import HEADER, PACKAGE_DATA
 from eagle3_contracts.probe.frameworks import KNOWN_RELEASES
 from eagle3_contracts.probe.selection import GRID_LAYERS, grid_ids
-from eagle3_contracts.probe.tables import PROBE_FORMAT, dumps
+from eagle3_contracts.probe.tables import PROBE_FORMAT, compact, dumps, dumps_shared
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASES = [(fw, v) for fw, vs in KNOWN_RELEASES.items() for v in vs]
@@ -31,27 +36,60 @@ def _rule(framework: str, version: str, key: str) -> SelectionRule | None:
     return load_table(framework, version).classes[key].selection.rule
 
 
+SHIPPED = [(fw, v) for fw, vs in shipped_releases().items() for v in vs]
+
+
 def test_the_tables_live_once_as_package_data():
-    shipped = sorted(p.name for p in PACKAGE_DATA.glob("*.json"))
-    assert shipped == sorted(f"{fw}-{v}.json" for fw, v in RELEASES)
+    shipped = sorted(p.name for p in PACKAGE_DATA.glob("*-*.json"))
+    assert shipped == sorted(f"{fw}-{v}.json" for fw, v in SHIPPED)
+    assert set(RELEASES) <= set(SHIPPED)  # the README table's releases are shipped ones
+    others = {p.name for p in PACKAGE_DATA.iterdir()} - set(shipped)
+    assert others == {CHANGES_FILE, COVERAGE_FILE, SHARED_DIR, "trainers"}
     assert not (ROOT / "goldens" / "registry").exists()  # no second copy to drift apart
-    for fw, v in RELEASES:  # every shipped table reads through the typed model
+    for fw, v in SHIPPED:  # every shipped table reads through the typed model
         assert load_table(fw, v).path == f"eagle3_contracts/conventions/data/{fw}-{v}.json"
 
 
-def test_known_releases_match_the_probe_list():
-    assert known_releases() == {fw: tuple(vs) for fw, vs in KNOWN_RELEASES.items()}
+def test_known_releases_are_the_shipped_ones_with_an_empty_user_cache():
+    assert known_releases() == shipped_releases()
+    assert {fw: len(vs) for fw, vs in known_releases().items()} == {"sglang": 42, "vllm": 39}
 
 
-@pytest.mark.parametrize(("framework", "version"), RELEASES)
+def test_the_package_data_stays_under_6_mb():
+    size = sum(p.stat().st_size for p in PACKAGE_DATA.rglob("*") if p.is_file())
+    assert size < 6_000_000, f"package data {size} bytes"
+
+
+@pytest.mark.parametrize(("framework", "version"), SHIPPED)
 def test_tables_are_stable_dumps_of_their_release(framework, version):
     text = (PACKAGE_DATA / f"{framework}-{version}.json").read_text()
-    table = json.loads(text)
-    assert dumps(table) == text  # stable key order and layout: a refresh diff is behaviour only
+    assert dumps(json.loads(text)) == text  # stable key order and layout: a diff is behaviour
+    table = read_json(framework, version)  # shared entries expanded
     assert (table["framework"], table["version"]) == (framework, version)
     assert table["probe_format"] == PROBE_FORMAT
     assert table["wheel"]["name"].startswith(f"{framework}-{version}-")
     assert table["grid"]["layers"] == list(GRID_LAYERS)
+    assert table["sources"]  # the read files' hashes, for ==installed
+
+
+@pytest.mark.parametrize("framework", sorted(shipped_releases()))
+def test_shared_entries_are_stored_once_and_all_used(framework):
+    """Compact storage: the pool holds only entries two or more releases reference, and
+    re-compacting the expanded tables gives the files back byte for byte."""
+    versions = shipped_releases()[framework]
+    expanded = [read_json(framework, v) for v in versions]
+    small, pool = compact(expanded)
+    assert dumps_shared(pool) == (PACKAGE_DATA / SHARED_DIR / f"{framework}.json").read_text()
+    for version, table in zip(versions, small, strict=True):
+        assert dumps(table) == (PACKAGE_DATA / f"{framework}-{version}.json").read_text()
+    refs = [
+        v
+        for t in small
+        for section in t.values()
+        for v in (section.values() if isinstance(section, dict) else [section])
+        if isinstance(v, str) and v.startswith("@")
+    ]
+    assert {r[1:] for r in refs} == {d for rows in pool.values() for d in rows}
 
 
 def test_sglang_0_5_13_switches_deepseek_v2_and_glm4_moe_lite_only():
@@ -87,7 +125,7 @@ def test_vllm_top_level_only_until_0_21_then_nested_fallback():
     assert load_table("vllm", "0.21.0").precedence == (top, dflash)
     assert load_table("vllm", "0.22.0").precedence == (top, nested)
     assert load_table("vllm", "0.33.0").precedence == (top, nested)
-    raw = json.loads((PACKAGE_DATA / "vllm-0.21.0.json").read_text())
+    raw = read_json("vllm", "0.21.0")
     answers = raw["id_source"]["readers"][0]["answers"]  # the probe's evidence, as written
     assert answers["nested_only"] == "absent"  # nested-only drafts silently get the default
 
@@ -168,7 +206,7 @@ def test_vllm_v2_reader_precedence_covers_every_field_it_reads():
             "dflash_config.layer_ids",
             "eagle_config.layer_ids",
         )
-        raw = json.loads((PACKAGE_DATA / f"vllm-{version}.json").read_text())
+        raw = read_json("vllm", version)
         (row,) = [r for r in raw["id_source"]["readers"] if r["file"].endswith("eagle3_utils.py")]
         assert row["answers"]["nested_only"] == "absent"
 
