@@ -535,10 +535,15 @@ def session() -> Session | None:
     return _SESSION
 
 
-def _checked_releases() -> tuple[str, ...]:
-    from eagle3_contracts.conventions.releases import known_releases
+CHECKED_RELEASES = ("0.5.5", "0.5.12", "0.5.13", "0.5.14", "0.5.16", "0.5.17", "0.5.23")
+"""The SGLang releases whose runner the hooks were written against (the attributes ``start``
+reads: ``spec_algorithm``, ``prefill_cuda_graph_runner``, the model's layer stack). A shipped
+release table answers ``check`` for every release; arming a forward hook inside a runner it was
+never read against could observe the wrong thing, so other releases say not applicable."""
 
-    return known_releases().get("sglang", ())
+
+def _checked_releases() -> tuple[str, ...]:
+    return CHECKED_RELEASES
 
 
 def _preload(settings: Settings) -> None:

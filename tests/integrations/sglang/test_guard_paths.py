@@ -105,6 +105,8 @@ def _write_draft(directory: Path, architecture: str) -> str:
         (_runner("EAGLE"), "0.5.23", None, "speculative algorithm EAGLE, not EAGLE3"),
         (_runner(pp=2), "0.5.23", None, "pipeline parallel (pp size 2)"),
         (_runner(), "0.5.99", None, "sglang==0.5.99 is a release eagle3-contracts has not been"),
+        # a shipped table answers check for 0.5.21, but the hooks never ran in its runner
+        (_runner(), "0.5.21", None, "sglang==0.5.21 is a release eagle3-contracts has not been"),
         (_runner(), "0.5.23", "LlamaForCausalLMEagle", "['LlamaForCausalLMEagle'], not an EAGLE-3"),
     ],
 )
