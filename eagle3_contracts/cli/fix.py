@@ -3,7 +3,8 @@
 ``fix DRAFT --target T --serve-with sglang==0.5.23 [--write]`` prints the drafter's config
 with the proven ids at the field each named release reads (``config.fix``), every other byte
 kept; ``--write`` replaces the file, keeps the original beside it (``config.json.bak``) and
-checks the written file again. Needs a training claim: the drafter's stamp, ``--trained-with``
+checks the written file again. When the edits would move a training claim read from those ids
+(``specforge-hf``), the stamp of the original training is written in the same write. Needs a training claim: the drafter's stamp, ``--trained-with``
 or ``EAGLE3_CONTRACTS_TRAINED_WITH``. Exit 0 when the config is (now) right for every release,
 2 when no one config can be (the conflict is named) or on bad input. torch is never imported.
 """
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.check import check_drafter
     from eagle3_contracts.config.fix import fix_drafter, write_fix
     from eagle3_contracts.config.readers import parse_hub_id, resolve_model
-    from eagle3_contracts.stamp import ENV_TRAINED_WITH, claim_source
+    from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, claim_source
 
     serve_with = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
     hub = parse_hub_id(args.draft)
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"ok as it is: {key}", file=say)
     for edit in fix.edits:
         print(f"set {edit.describe()}", file=say)
+    if fix.stamp is not None:  # the edits move a claim read from these ids: pinned first
+        print(f"pin the training claim: {STAMP_KEY} = {fix.stamp.describe()}", file=say)
     if not args.write:
         sys.stdout.write(fix.text)
         return 0

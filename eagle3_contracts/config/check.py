@@ -90,6 +90,8 @@ class CheckRow:
         kinds = {f.kind for f in self.findings}
         if kinds & {FindingKind.UNKNOWN, FindingKind.UNSUPPORTED}:
             return "none (see details)"
+        if self.fix_native_ids is None and self.plan.pp_dropped:
+            return "no ids fix it: the pipeline partition (see details)"
         if self.fix_native_ids is None:
             return "no native ids can fix it (see details)"
         if self.fix_field is None:

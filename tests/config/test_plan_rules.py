@@ -375,16 +375,29 @@ def test_another_target_is_fixed_by_serving_on_the_trained_one() -> None:
     assert finding.fix == "serve the drafter on the target it was trained on"
 
 
-def test_a_pipeline_drop_fix_also_asks_for_the_last_stage() -> None:
+def test_a_pipeline_drop_with_the_right_ids_names_the_partition_never_the_ids() -> None:
     part = LayerPartition.even(61, 2, rule="sglang")
     served = resolve(nested(2, 30, 58), KIMI, LEGACY, partition=part)
     findings = compare(TRAINED, served)
     assert [f.kind for f in findings] == [K.LAYER_MISSING, K.WIDTH_DIFFERS]
+    assert all(f.fix_native_ids is None for f in findings)  # [2, 30, 58] is already there
+    assert findings[0].fix == (
+        f"no id list changes it: {LEGACY.system} already reads [2, 30, 58] at {NESTED}; keep "
+        f"every trained layer on the last pipeline stage, the only one {LEGACY.name} captures "
+        "on: serve without pipeline parallelism, or with a --pp-partition whose last stage "
+        "starts at layer 3 or earlier"
+    )
+
+
+def test_a_pipeline_drop_with_wrong_ids_gives_the_ids_and_the_partition() -> None:
+    part = LayerPartition.even(61, 2, rule="sglang")
+    served = resolve(nested(1, 29, 57), KIMI, LEGACY, partition=part)
+    findings = compare(TRAINED, served)
     assert all(f.fix_native_ids == (2, 30, 58) for f in findings)
     assert findings[0].fix == (
-        f"set {NESTED} = [2, 30, 58], and put every captured layer on the last pipeline stage "
-        f"(--pp-partition) or serve without pipeline parallelism: {LEGACY.system} drops states "
-        "captured on earlier stages"
+        f"set {NESTED} = [2, 30, 58], and keep every trained layer on the last pipeline stage, "
+        f"the only one {LEGACY.name} captures on: serve without pipeline parallelism, or with a "
+        "--pp-partition whose last stage starts at layer 3 or earlier"
     )
 
 
