@@ -189,13 +189,15 @@ def needs_target(name: SystemName) -> bool:
 def parse_system(text: object, *, field: str) -> SystemName:
     """The typed meaning of one system name; ``ContractError(field=field)`` when it has none.
 
-    Spaces are ignored and case folded (``" VLLM == 0.33.0 : V1 "`` = ``vllm==0.33.0:v1``).
+    Spaces are ignored and case folded (``" VLLM == 0.33.0 : V1 "`` = ``vllm==0.33.0:v1``);
+    a version of one or two numbers is the release ``.0`` completes (``vllm==0.33`` =
+    ``vllm==0.33.0``); a range (``vllm>=0.30``) is refused: each release answers differently.
     A well-formed release that was never probed (``vllm==0.40.0``) parses: answering it is the
     caller's job (an unknown row with the probe command). A version that is not one
     (``vllm==abc``) or an unknown name is refused, with the names it may have meant.
     """
     given = _given(text, field)
-    key = "".join(given.split()).lower()
+    key = _normal_key("".join(given.split()).lower(), given, field)
     key = ALIASES.get(key, key)
     if key in READING_NAMES or key in FIXED:
         return FixedReading(key, given)
@@ -213,6 +215,30 @@ def parse_system(text: object, *, field: str) -> SystemName:
     if framework in FIXED and eq:
         raise ContractError(_versioned_fixed(given, framework), field=field)
     raise ContractError(_unknown(given, framework), field=field)
+
+
+_RANGE = re.compile(r"(~=|!=|>=|<=|===|>|<)")
+"""A version specifier other than ``==``: a range of releases, which no table answers."""
+
+
+def _normal_key(key: str, given: str, field: str) -> str:
+    """``vllm==0.33`` as ``vllm==0.33.0`` (a release has three numbers, as its wheel is named);
+    a range (``vllm>=0.30``) refused in one line: an answer is for one release."""
+    head, colon, runner = key.partition(":")
+    framework, eq, version = head.partition("==")
+    ranged = _RANGE.search(head)
+    if ranged is not None:
+        name = head[: ranged.start()]
+        raise ContractError(
+            f"{given!r}: '{ranged.group()}' names a range of releases and each release "
+            f"answers differently; name one, {name or 'NAME'}==VERSION (e.g. 'vllm==0.33.0', "
+            "'sglang==0.5.23')",
+            field=field,
+        )
+    if eq and re.fullmatch(r"\d+(\.\d+)?", version):
+        version += ".0" * (2 - version.count("."))
+        return f"{framework}=={version}{colon}{runner}"
+    return key
 
 
 def _given(text: object, field: str) -> str:
