@@ -31,6 +31,7 @@ the ``EAGLE3_CONTRACTS_TRAINED_WITH`` environment variable.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -96,8 +97,12 @@ class ClaimSource:
     detail: str  # the stamp's file, the convention name, or why there is none
     stamp: Stamp | None = None
     trained_with: str | None = None
+    overridden: tuple[str, ...] = ()  # the lower claims that said otherwise, each in words
 
     def describe(self) -> str:
+        return self._said() + "".join(f" ({o})" for o in self.overridden)
+
+    def _said(self) -> str:
         if self.kind == "stamp":
             assert self.stamp is not None
             return f"stamp in {self.detail}: {self.stamp.describe()}"
@@ -211,19 +216,48 @@ def claim_source(
     trained_with: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ClaimSource:
-    """The training claim to judge against: stamp, else ``--trained-with``, else the env var."""
-    env = os.environ if environ is None else environ
-    if draft is not None:
-        stamp = read_stamp(draft)
-        if stamp is not None:
-            where = "<dict>" if isinstance(draft, Mapping) else str(_config_path(draft))
-            return ClaimSource("stamp", where, stamp=stamp, trained_with=stamp.trained_with)
-    if trained_with:
-        return ClaimSource("--trained-with", trained_with, trained_with=trained_with)
-    from_env = trained_with_env(env)
-    if from_env:
-        return ClaimSource("env", from_env, trained_with=from_env)
-    return ClaimSource("none", "the training contract is unknown")
+    """The training claim to judge against: stamp, else ``--trained-with``, else the env var
+    (``resolve_claim`` on the drafter's config, read once)."""
+    if draft is None or isinstance(draft, Mapping):
+        return resolve_claim(draft, "<dict>", trained_with, environ)
+    path = _config_path(draft)
+    return resolve_claim(_load_config(path), str(path), trained_with, environ)
+
+
+def resolve_claim(
+    config: Mapping[str, Any] | None,
+    where: str,
+    trained_with: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ClaimSource:
+    """The one order every tool reads a training claim in: the stamp in the drafter's
+    ``config`` (read from ``where``), else ``trained_with``, else
+    ``EAGLE3_CONTRACTS_TRAINED_WITH`` in ``environ`` (default ``os.environ``). A lower claim
+    that names another trainer is said in ``overridden``, never silently dropped."""
+    from_env = trained_with_env(os.environ if environ is None else environ)
+    stamp = None if config is None else parse_stamp(config.get(STAMP_KEY), source=where)
+    given = [
+        (f"--trained-with {trained_with}", trained_with),
+        (f"{ENV_TRAINED_WITH}={from_env}", from_env),
+    ]
+    if stamp is not None:
+        chosen = ClaimSource("stamp", where, stamp=stamp, trained_with=stamp.trained_with)
+        lower = given
+    elif trained_with:
+        chosen = ClaimSource("--trained-with", trained_with, trained_with=trained_with)
+        lower = given[1:]
+    elif from_env:
+        chosen = ClaimSource("env", from_env, trained_with=from_env)
+        lower = []
+    else:
+        return ClaimSource("none", "the training contract is unknown")
+    read_first = "the stamp" if stamp is not None else "--trained-with"
+    overridden = tuple(
+        f"{said} ignored: {read_first} is read first"
+        for said, name in lower
+        if name and name != chosen.trained_with
+    )
+    return dataclasses.replace(chosen, overridden=overridden)
 
 
 def trained_with_env(environ: Mapping[str, str] | None = None) -> str | None:
@@ -248,13 +282,9 @@ def claim_trained_with(
     environ: Mapping[str, str] | None = None,
 ) -> tuple[str | None, str]:
     """The trainer name a config-level tool (``check``) reads the drafter with, and the
-    sentence saying where it came from: the stamp's ``trained_with`` first, else
-    ``--trained-with``, else ``EAGLE3_CONTRACTS_TRAINED_WITH``, else ``None``."""
+    sentence saying where it came from (``claim_source``)."""
     claim = claim_source(draft, trained_with, environ)
-    note = claim.describe()
-    if claim.kind == "stamp" and trained_with and trained_with != claim.trained_with:
-        note += f" (--trained-with {trained_with} ignored: the stamp is read first)"
-    return claim.trained_with, note
+    return claim.trained_with, claim.describe()
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -292,6 +322,7 @@ __all__ = [
     "claim_trained_with",
     "parse_stamp",
     "read_stamp",
+    "resolve_claim",
     "trained_with_env",
     "write_stamp",
 ]

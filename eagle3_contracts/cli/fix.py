@@ -4,7 +4,8 @@
 with the proven ids at the field each named release reads (``config.fix``), every other byte
 kept; ``--write`` replaces the file, keeps the original beside it (``config.json.bak``) and
 checks the written file again. When the edits would move a training claim read from those ids
-(``specforge-hf``), the stamp of the original training is written in the same write. Needs a training claim: the drafter's stamp, ``--trained-with``
+(``specforge-hf``), the stamp of the original training is written in the same write. Needs a
+training claim: the drafter's stamp, ``--trained-with``
 or ``EAGLE3_CONTRACTS_TRAINED_WITH``. Exit 0 when the config is (now) right for every release,
 2 when no one config can be (the conflict is named) or on bad input. torch is never imported.
 """
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.check import check_drafter
     from eagle3_contracts.config.fix import fix_drafter, write_fix
     from eagle3_contracts.config.readers import parse_hub_id, resolve_model
-    from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, claim_source
+    from eagle3_contracts.stamp import STAMP_KEY
 
     serve_with = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
     hub = parse_hub_id(args.draft)
@@ -66,13 +67,8 @@ def run(args: argparse.Namespace) -> int:
         )
     draft, _ = resolve_model(args.draft, what="draft")
     target, _ = resolve_model(args.target, what="target")
-    claim = claim_source(draft, args.trained_with)
-    if claim.kind == "none":
-        raise UsageError(
-            "fix needs the training claim: stamp the drafter (eagle3-contracts stamp), pass "
-            f"--trained-with SYSTEM or set {ENV_TRAINED_WITH}"
-        )
-    fix = fix_drafter(draft, target=target, serve_with=serve_with, trained_with=claim.trained_with)
+    fix = fix_drafter(draft, target=target, serve_with=serve_with, trained_with=args.trained_with)
+    claim = fix.claim  # resolved once, by the check the fix starts from
     print(f"training claim: {claim.describe()}", file=sys.stderr)
     say = sys.stdout if args.write else sys.stderr
     for key in fix.already_ok:

@@ -24,10 +24,10 @@ from typing import Any
 from eagle3_contracts._io import replace_text
 from eagle3_contracts._json_edit import edit_ids, set_top_level_key
 from eagle3_contracts.config.check import CheckReport, check_drafter
-from eagle3_contracts.config.claim import trained_stamp
+from eagle3_contracts.config.claim import Claim, trained_stamp
 from eagle3_contracts.config.plan import Fix, apply_fix, resolve
 from eagle3_contracts.errors import ConfigError, ContractError
-from eagle3_contracts.stamp import STAMP_KEY, Stamp
+from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, Stamp
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,12 @@ class DrafterFix:
     report: CheckReport  # the check before the fix
     stamp: Stamp | None = None  # the training claim pinned in ``text`` (the edits moved it)
 
+    @property
+    def claim(self) -> Claim:
+        """The training claim the fix serves (the check's, resolved once)."""
+        assert self.report.claim is not None  # fix_drafter refuses a report without one
+        return self.report.claim
+
 
 def config_path(draft: str | os.PathLike[str]) -> Path:
     """A drafter directory's ``config.json``, or the file itself."""
@@ -75,6 +81,7 @@ def fix_drafter(
         str(path), target=str(target), trained_with=trained_with, serve_with=tuple(serve_with)
     )
     _check_fixable(report)
+    trained_with = report.claim.trained_with if report.claim else None  # resolved once
     edits = _edits(report)
     original = path.read_text(encoding="utf-8")
     fixed: dict[str, Any] = dict(report.draft.raw)
@@ -94,7 +101,7 @@ def _pin(report: CheckReport, fixed: dict[str, Any], trained_with: str | None) -
     """The stamp of the original training when the claim, read again from the fixed config,
     would name other layers (``None``: the drafter is stamped, or the edits leave the claim
     where it was)."""
-    if STAMP_KEY in report.draft.raw or trained_with is None:
+    if report.claim is None or report.claim.source.stamp is not None or trained_with is None:
         return None
     trained = report.readings[0][1]
     again = resolve(fixed, report.target, trained_with)
@@ -110,6 +117,12 @@ def _pin(report: CheckReport, fixed: dict[str, Any], trained_with: str | None) -
 def _check_fixable(report: CheckReport) -> None:
     """Refuse a drafter no id edit can fix: no training claim, or a drafter that is wrong
     itself."""
+    if report.claim is None or report.claim.source.kind == "none":
+        raise ContractError(
+            "fix needs the training claim: stamp the drafter (eagle3-contracts stamp), pass "
+            f"--trained-with SYSTEM or set {ENV_TRAINED_WITH}",
+            field="trained_with",
+        )
     if report.ambiguous:
         raise ContractError(
             "the training claim is missing: the ids mean different layers under each reading; "

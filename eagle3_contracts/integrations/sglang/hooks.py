@@ -38,7 +38,6 @@ SGLang facts this relies on (0.5.23 wheel, ``sglang/srt/``; the hook mechanics a
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import sys
@@ -504,18 +503,17 @@ class Session:
             raise WiringMismatch(verdict.line)
 
     def _claim(self, target: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
+        """The trained ids and where they came from: the one resolver
+        (``config.claim.trained_claim``), no claim without the drafter's directory."""
+        from eagle3_contracts.config.claim import trained_claim
+        from eagle3_contracts.config.readers import read_draft_config, read_target_config
         from eagle3_contracts.stamp import claim_source
 
-        source = claim_source(self.draft_path, None)
-        if source.kind == "stamp" and source.stamp is not None:
-            return source.stamp.contract.layer_ids, source.describe()
-        if source.trained_with and self.draft_path:
-            from eagle3_contracts.config.plan import resolve
-
-            draft = json.loads((Path(self.draft_path) / "config.json").read_text())
-            plan = resolve(draft, dict(target), source.trained_with)
-            return tuple(plan.layer_ids), source.describe()
-        return None, source.describe()
+        if not self.draft_path:
+            return None, claim_source(None).describe()
+        draft = read_draft_config(Path(self.draft_path) / "config.json")
+        claim = trained_claim(draft, read_target_config(dict(target)), None)
+        return (None if claim.plan is None else claim.plan.layer_ids), claim.describe()
 
 
 _SESSION: Session | None = None
