@@ -941,7 +941,7 @@ def proven_fix(
             + (
                 "from its default (no ids where it reads them)"
                 if feed.native_ids is None
-                else f"from {feed.read_path} = {list(feed.native_ids)}"
+                else f"from {feed.ids_source} = {list(feed.native_ids)}"
             ),
         )
     seen: set[tuple[int, ...]] = set()
@@ -964,6 +964,16 @@ def proven_fix(
             f"num_aux_hidden_states = {trained_count}"
         )
     return Fix(None, None, reason)
+
+
+def release_fix(want: Sequence[int], system: str, draft: DraftLike, target: TargetLike) -> Fix:
+    """``proven_fix`` for a caller that holds only the trained ids (the engine guards): what
+    ``system`` feeds this drafter now, then the one search for the ids that make it feed
+    exactly ``want`` with an fc of ``len(want)`` states."""
+    d = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
+    t = target if isinstance(target, TargetConfig) else read_target_config(target)
+    feed = predict.predict_feed(system, dict(d.raw), t)
+    return proven_fix(tuple(want), len(want), system, feed, d, t)
 
 
 def _feeds_exactly(feed: Feed, want: tuple[int, ...], trained_count: int, state: str) -> bool:
