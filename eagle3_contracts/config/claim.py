@@ -46,10 +46,13 @@ def trained_claim(
     target: TargetConfig,
     trained_with: str | None,
     environ: Mapping[str, str] | None = None,
+    *,
+    where: str | None = None,
 ) -> Claim:
     """The claim for ``draft`` on ``target``, resolved once (see the module docstring); a
-    stamp made for another target is a ``ConfigError`` naming both sizes."""
-    source = resolve_claim(draft.raw, draft.source, trained_with, environ)
+    stamp made for another target is a ``ConfigError`` naming both sizes. ``where``: how to
+    name the drafter's config in the claim (default: its source)."""
+    source = resolve_claim(draft.raw, where or draft.source, trained_with, environ)
     if source.kind == "none":
         return Claim(source, None)
     if source.stamp is None:

@@ -86,7 +86,7 @@ from eagle3_contracts.integrations.vllm.verdict import (
     proven_fix_for,
 )
 from eagle3_contracts.layer_ids import EMBEDDING, from_boundary
-from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, parse_stamp
+from eagle3_contracts.stamp import ENV_TRAINED_WITH
 
 
 def one_line(exc: BaseException) -> str:
@@ -539,19 +539,21 @@ class Session:
 def _claim(
     draft_cfg: Any, target_cfg: Any, settings: Settings
 ) -> tuple[tuple[int, ...] | None, str]:
-    """The trained canonical ids and a phrase saying where they come from."""
-    stamp = parse_stamp(getattr(draft_cfg, STAMP_KEY, None), source="drafter config.json")
-    if stamp is not None:
-        return (
-            stamp.contract.layer_ids,
-            f"stamp in the drafter's config.json, trained with {stamp.trained_with}",
-        )
-    if settings.trained_with:
-        from eagle3_contracts.config.plan import resolve
+    """The trained canonical ids and a phrase saying where they come from: the one resolver
+    (``config.claim.trained_claim``) on the configs the engine loaded; the environment's
+    claim is the one ``settings`` read."""
+    from eagle3_contracts.config.claim import trained_claim
+    from eagle3_contracts.config.readers import read_draft_config, read_target_config
 
-        plan = resolve(draft_cfg.to_dict(), target_cfg.to_dict(), settings.trained_with)
-        return plan.layer_ids, f"no stamp; {ENV_TRAINED_WITH}={settings.trained_with}"
-    return None, f"no stamp and no {ENV_TRAINED_WITH}: the trained layers are unknown"
+    environ = {ENV_TRAINED_WITH: settings.trained_with} if settings.trained_with else {}
+    claim = trained_claim(
+        read_draft_config(draft_cfg.to_dict()),
+        read_target_config(target_cfg.to_dict()),
+        None,
+        environ,
+        where="the drafter's config.json",
+    )
+    return (None if claim.plan is None else claim.plan.layer_ids), claim.describe()
 
 
 def predict_at_start(session: Session) -> None:
