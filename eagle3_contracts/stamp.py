@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -137,10 +137,8 @@ def read_stamp(draft: str | os.PathLike[str] | Mapping[str, Any]) -> Stamp | Non
     return parse_stamp(_load_config(path).get(STAMP_KEY), source=str(path))
 
 
-def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
-    """Validate one ``eagle3_contract`` block; ``None`` when absent."""
-    if block is None:
-        return None
+def _bad(source: str) -> Callable[[str, str], ConfigError]:
+    """The error for one member of a stamp block: what is wrong, and to re-stamp."""
 
     def bad(what: str, key: str) -> ConfigError:
         return ConfigError(
@@ -149,44 +147,32 @@ def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
             field=f"{STAMP_KEY}.{key}",
         )
 
+    return bad
+
+
+def _int_list(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(i, int) and not isinstance(i, bool) for i in value
+    )
+
+
+def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
+    """Validate one ``eagle3_contract`` block; ``None`` when absent."""
+    if block is None:
+        return None
+    bad = _bad(source)
     if not isinstance(block, Mapping):
         raise bad(f"must be a JSON object, got {type(block).__name__}", "*")
     if block.get("schema") != SCHEMA:
         raise bad(f"schema is {block.get('schema')!r}, this version reads {SCHEMA!r}", "schema")
     ids = block.get("layer_ids")
-    if not (
-        isinstance(ids, list)
-        and ids
-        and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-    ):
+    if not (_int_list(ids) and ids):
         raise bad(f"must be a non-empty list of canonical ids, got {ids!r}", "layer_ids")
-    sizes = {}
-    for key in ("num_layers", "hidden_size"):
-        value = block.get(key)
-        if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
-            raise bad(f"must be a positive integer, got {value!r}", key)
-        sizes[key] = value
-    out_of_range = [i for i in ids if not -1 <= i < sizes["num_layers"]]
-    if out_of_range:
-        raise bad(
-            f"ids {out_of_range} are not canonical ids of a {sizes['num_layers']}-layer target "
-            f"(-1 .. {sizes['num_layers'] - 1})",
-            "layer_ids",
-        )
-    order = block.get("order", "as_listed")
-    if order not in ORDERS:
-        raise bad(f"must be one of {ORDERS}, got {order!r}", "order")
-    width = block.get("width")
-    if width is not None and width != len(ids) * sizes["hidden_size"]:
-        raise bad(
-            f"{width!r} disagrees with {len(ids)} ids x hidden_size {sizes['hidden_size']}",
-            "width",
-        )
+    assert isinstance(ids, list)
+    n, hidden = _sizes(block, bad)
+    _check_contract_members(block, ids, n, hidden, bad)
     native = block.get("native_ids")
-    if native is not None and not (
-        isinstance(native, list)
-        and all(isinstance(i, int) and not isinstance(i, bool) for i in native)
-    ):
+    if native is not None and not _int_list(native):
         raise bad(f"must be a list of integers or null, got {native!r}", "native_ids")
     target = block.get("target") or {}
     if not isinstance(target, Mapping):
@@ -197,10 +183,9 @@ def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
         if not isinstance(value, str):
             raise bad(f"must be a string, got {value!r}", key)
         texts[key] = value
+    order = cast(Order, block.get("order", "as_listed"))
     try:
-        contract = CaptureContract(
-            tuple(ids), sizes["num_layers"], sizes["hidden_size"], order=cast(Order, order)
-        )
+        contract = CaptureContract(tuple(ids), n, hidden, order=order)
     except ContractError as exc:  # what the checks above leave: a repeated id
         raise bad(str(exc), exc.field or "layer_ids") from None
     return Stamp(
@@ -209,6 +194,40 @@ def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
         target=dict(target),
         **texts,
     )
+
+
+def _sizes(block: Mapping[str, Any], bad: Callable[[str, str], ConfigError]) -> tuple[int, int]:
+    """``num_layers`` and ``hidden_size``: positive integers."""
+    sizes = []
+    for key in ("num_layers", "hidden_size"):
+        value = block.get(key)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            raise bad(f"must be a positive integer, got {value!r}", key)
+        sizes.append(value)
+    return sizes[0], sizes[1]
+
+
+def _check_contract_members(
+    block: Mapping[str, Any],
+    ids: list[int],
+    n: int,
+    hidden: int,
+    bad: Callable[[str, str], ConfigError],
+) -> None:
+    """The ids are canonical ids of an ``n``-layer target, the order is known, and the width
+    (when given) is the ids' count times ``hidden``."""
+    out_of_range = [i for i in ids if not -1 <= i < n]
+    if out_of_range:
+        raise bad(
+            f"ids {out_of_range} are not canonical ids of a {n}-layer target (-1 .. {n - 1})",
+            "layer_ids",
+        )
+    order = block.get("order", "as_listed")
+    if order not in ORDERS:
+        raise bad(f"must be one of {ORDERS}, got {order!r}", "order")
+    width = block.get("width")
+    if width is not None and width != len(ids) * hidden:
+        raise bad(f"{width!r} disagrees with {len(ids)} ids x hidden_size {hidden}", "width")
 
 
 def claim_source(
