@@ -430,6 +430,13 @@ def get(
     from eagle3_contracts.conventions import releases
 
     version = spec.version or releases.newest_release(spec.framework)
+    runners = releases.load_table(spec.framework, version).runner
+    if spec.runner and runners is not None and spec.runner not in runners.available:
+        raise ContractError(  # as conventions.predict answers it: unknown, never another rule
+            f"{spec.given!r}: {spec.framework}=={version} has no model runner {spec.runner} "
+            f"({runners.source})",
+            field="convention",
+        )
     # the vLLM model runner changes which config field is read, not what an id means
     return releases.release_convention(
         spec.framework, version, model_type=model_type, architectures=tuple(architectures)

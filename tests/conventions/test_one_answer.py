@@ -51,7 +51,7 @@ def test_every_probed_release_and_model_file_is_covered() -> None:
 def test_get_diagnose_and_stages_feed_what_check_predicts(name: str) -> None:
     from eagle3_contracts.dumps.diagnose import resolve_claim
 
-    compared, unknown = 0, 0
+    compared = 0
     for arch in ROWS[name]:
         target = read_target_config(
             {"architectures": [arch], "num_hidden_layers": L, "hidden_size": 16}
@@ -62,7 +62,6 @@ def test_get_diagnose_and_stages_feed_what_check_predicts(name: str) -> None:
             continue  # the table cannot back a registry entry: get refuses, never answers
         for ids in IDS:
             feed = predict.predict_feed(name, _draft(ids), target)
-            unknown += feed.kind == "unknown"
             if feed.kind != "segments" or len(feed.canonical) != len(ids):
                 continue  # a crash, an unknown, a dropped id: only check's simulation says it
             assert tuple(sorted(conv.to_canonical(ids, L))) == feed.canonical, (arch, ids)
@@ -71,9 +70,12 @@ def test_get_diagnose_and_stages_feed_what_check_predicts(name: str) -> None:
             report = stages_report(ids, L, pp_size=2, convention=name, architectures=[arch])
             assert tuple(sorted(report.layer_ids)) == feed.canonical, (arch, ids)
             compared += 1
-    # every release answers some model file through both paths (vLLM 0.21.0 has no V2 runner:
-    # check's simulation says unknown for every file, and get has nothing to agree with)
-    assert compared or (name == "vllm==0.21.0:v2" and unknown)
+    # every release answers some model file through both paths; a runner the release lacks is
+    # unknown to check's simulation and refused by get (vLLM 0.21.0 has no V2 runner)
+    assert compared or name == "vllm==0.21.0:v2"
+    if name == "vllm==0.21.0:v2":
+        with pytest.raises(ContractError, match=r"vllm==0\.21\.0 has no model runner v2"):
+            conventions.get(name, architectures=["LlamaForCausalLM"])
 
 
 @pytest.mark.parametrize("name", ["sglang==0.5.23", "sglang==0.5.12", "vllm==0.33.0:v1"])
