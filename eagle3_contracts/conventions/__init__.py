@@ -481,22 +481,37 @@ def _trainer_capture(
 
 
 def to_canonical(
-    ids: Sequence[int], convention: str | Convention, num_layers: int
+    ids: Sequence[int],
+    convention: str | Convention,
+    num_layers: int,
+    *,
+    model_type: str | None = None,
+    architectures: Sequence[str] = (),
 ) -> tuple[int, ...]:
     """Native explicit ids of ``convention`` -> canonical ids (same order).
 
-    Raises ``ContractError`` for ids the system never captures or that have no canonical id
-    (e.g. TensorRT-LLM's ``-1``, Hugging Face's ``hidden_states[L]``).
+    An engine or trainer name (``vllm``, ``sglang==0.5.23``) needs the target's
+    ``model_type``/``architectures`` (its rule is its model file's; ``get``). Raises
+    ``ContractError`` for ids the system never captures or that have no canonical id (e.g.
+    TensorRT-LLM's ``-1``, Hugging Face's ``hidden_states[L]``).
     """
-    return get(convention).to_canonical(ids, num_layers)
+    conv = get(convention, model_type=model_type, architectures=architectures)
+    return conv.to_canonical(ids, num_layers)
 
 
 def from_canonical(
-    ids: Sequence[int], convention: str | Convention, num_layers: int
+    ids: Sequence[int],
+    convention: str | Convention,
+    num_layers: int,
+    *,
+    model_type: str | None = None,
+    architectures: Sequence[str] = (),
 ) -> tuple[int, ...]:
     """Canonical ids -> the native ids ``convention`` needs to feed exactly those layers.
 
-    Raises ``ContractError`` when no native list can express them (canonical -1 in
-    ``trtllm``, canonical L-1 in ``sglang``).
+    An engine or trainer name needs the target, as for ``to_canonical``. Raises
+    ``ContractError`` when no native list can express them (canonical -1 in ``trtllm``,
+    canonical L-1 in ``sglang==0.5.23`` for a DeepSeek-V3 target).
     """
-    return get(convention).from_canonical(ids, num_layers)
+    conv = get(convention, model_type=model_type, architectures=architectures)
+    return conv.from_canonical(ids, num_layers)

@@ -92,3 +92,22 @@ def test_the_guards_fix_is_checks_fix(name: str, arch: str) -> None:
             row.fix_native_ids,
             row.fix_field if row.fix_native_ids is not None else None,
         )
+
+
+def test_the_public_conversions_take_the_target_for_engine_names() -> None:
+    """``to_canonical`` / ``from_canonical`` answer an engine name for the target's model file
+    (refused without it), the same as check's simulation."""
+    import eagle3_contracts as e3
+
+    kimi = {"model_type": "deepseek_v3"}
+    assert e3.to_canonical([2, 30, 58], "sglang==0.5.23", 61, **kimi) == (1, 29, 57)
+    assert e3.from_canonical([2, 30, 58], "sglang==0.5.23", 61, **kimi) == (3, 31, 59)
+    llama = {"architectures": ["LlamaForCausalLM"]}
+    assert e3.to_canonical([2, 30, 58], "sglang==0.5.23", 61, **llama) == (2, 30, 58)
+    target = read_target_config({**llama, "num_hidden_layers": 61, "hidden_size": 16})
+    fed = predict.predict_feed("vllm==0.33.0:v1", _draft([3, 31, 59]), target).canonical
+    assert e3.to_canonical([3, 31, 59], "vllm==0.33.0:v1", 61, **llama) == fed == (2, 30, 58)
+    with pytest.raises(ContractError, match="depends on the target's model file") as err:
+        e3.to_canonical([1], "vllm", 61)
+    assert err.value.field == "target"
+    assert e3.to_canonical([2, 30, 58], "specforge-hf", 61) == (2, 30, 58)  # no target needed
