@@ -44,7 +44,7 @@ from eagle3_contracts.conventions import (
 from eagle3_contracts.conventions.predict import Feed, Kind, fixed_feed
 from eagle3_contracts.differences import WORDING, Difference, FindingKind, classify, say, width_text
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.layer_ids import describe
+from eagle3_contracts.layer_ids import describe, from_boundary
 
 if TYPE_CHECKING:
     from eagle3_contracts.parallel.partition import LayerPartition
@@ -468,7 +468,7 @@ def _capture(
             else:
                 notes.append(f"{label} is never captured by {conv.system}: {why}")
             continue
-        canonical = b - 1
+        canonical = from_boundary(b, n)
         if canonical in kept:
             if conv.dedup is Dedup.REPEATED:
                 notes.append(
