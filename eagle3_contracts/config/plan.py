@@ -301,6 +301,7 @@ def resolve(
         pp_unread=unread,
         pp_notes=pp_notes,
         convention=conv,
+        inputs=(draft, target),
     )
 
 
@@ -863,6 +864,9 @@ def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | N
         native = conv.from_canonical(want, served.num_layers)
     except ContractError as exc:
         return None, f"no native ids can express it: {exc}"
+    unproven = _unproven(conv, native, want, served)
+    if unproven:
+        return None, unproven
     if served.pp_dropped and native == served.native_ids:  # the ids are not what is wrong
         return None, (
             f"no id list changes it: {conv.system} already reads {list(native)} at "
@@ -871,6 +875,23 @@ def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | N
     if served.pp_dropped:
         return native, f"set {conv.setting} = {list(native)}, and {_partition_remedy(want, served)}"
     return native, f"set {conv.setting} = {list(native)}"
+
+
+def _unproven(
+    conv: Convention, native: tuple[int, ...], want: Sequence[int], served: CapturePlan
+) -> str:
+    """Why ``native``, written where ``conv`` reads ids, does not make it feed ``want`` when
+    resolved again ("" when it does): a registry entry's fix is proven as a release's is."""
+    if served.inputs is None or not conv.id_paths or not native:
+        return ""  # no list to prove (the caller says a drafter trained on no layer has none)
+    draft, target = served.inputs
+    again = resolve(_with_ids(draft.raw, conv.id_paths[0], native), target, conv)
+    if not again.refused and again.kind == "segments" and again.feed.canonical == tuple(want):
+        return ""
+    return (
+        f"no native ids can express it: {conv.system} given {list(native)} at "
+        f"{conv.id_paths[0]} feeds {again.describe()}"
+    )
 
 
 # -- proven fixes: the id list a release must read, checked by predicting again ----------

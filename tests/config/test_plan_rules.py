@@ -481,3 +481,17 @@ def test_required_ids_set_outside_any_config_are_refused_naming_where_to_set_the
         "in-house needs explicit ids and the draft config has none in the config (they are set "
         "with --aux-layers)"
     )
+
+
+def test_a_registry_fix_is_proven_by_resolving_again() -> None:
+    """``_fix``'s ids for a registry entry are kept only when resolving the config with them
+    feeds the trained layers (as a release's proven fix); other ids are named as not doing so."""
+    from eagle3_contracts.config.plan import _unproven
+
+    served = resolve(nested(1, 29, 57), KIMI, "trtllm")
+    conv = conventions.get("trtllm")
+    assert _unproven(conv, (2, 30, 58), (2, 30, 58), served) == ""
+    assert _unproven(conv, (3, 31, 59), (2, 30, 58), served) == (
+        f"no native ids can express it: {TRT} given [3, 31, 59] at {NESTED} feeds trtllm: "
+        "[layer 3, layer 31, layer 59]"
+    )
