@@ -31,8 +31,9 @@ the ``EAGLE3_CONTRACTS_TRAINED_WITH`` environment variable.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -96,8 +97,12 @@ class ClaimSource:
     detail: str  # the stamp's file, the convention name, or why there is none
     stamp: Stamp | None = None
     trained_with: str | None = None
+    overridden: tuple[str, ...] = ()  # the lower claims that said otherwise, each in words
 
     def describe(self) -> str:
+        return self._said() + "".join(f" ({o})" for o in self.overridden)
+
+    def _said(self) -> str:
         if self.kind == "stamp":
             assert self.stamp is not None
             return f"stamp in {self.detail}: {self.stamp.describe()}"
@@ -132,10 +137,8 @@ def read_stamp(draft: str | os.PathLike[str] | Mapping[str, Any]) -> Stamp | Non
     return parse_stamp(_load_config(path).get(STAMP_KEY), source=str(path))
 
 
-def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
-    """Validate one ``eagle3_contract`` block; ``None`` when absent."""
-    if block is None:
-        return None
+def _bad(source: str) -> Callable[[str, str], ConfigError]:
+    """The error for one member of a stamp block: what is wrong, and to re-stamp."""
 
     def bad(what: str, key: str) -> ConfigError:
         return ConfigError(
@@ -145,44 +148,32 @@ def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
             field=f"{STAMP_KEY}.{key}",
         )
 
+    return bad
+
+
+def _int_list(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(i, int) and not isinstance(i, bool) for i in value
+    )
+
+
+def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
+    """Validate one ``eagle3_contract`` block; ``None`` when absent."""
+    if block is None:
+        return None
+    bad = _bad(source)
     if not isinstance(block, Mapping):
         raise bad(f"must be a JSON object, got {type(block).__name__}", "*")
     if block.get("schema") != SCHEMA:
         raise bad(f"schema is {block.get('schema')!r}, this version reads {SCHEMA!r}", "schema")
     ids = block.get("layer_ids")
-    if not (
-        isinstance(ids, list)
-        and ids
-        and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-    ):
+    if not (_int_list(ids) and ids):
         raise bad(f"must be a non-empty list of canonical ids, got {ids!r}", "layer_ids")
-    sizes = {}
-    for key in ("num_layers", "hidden_size"):
-        value = block.get(key)
-        if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
-            raise bad(f"must be a positive integer, got {value!r}", key)
-        sizes[key] = value
-    out_of_range = [i for i in ids if not -1 <= i < sizes["num_layers"]]
-    if out_of_range:
-        raise bad(
-            f"ids {out_of_range} are not canonical ids of a {sizes['num_layers']}-layer target "
-            f"(-1 .. {sizes['num_layers'] - 1})",
-            "layer_ids",
-        )
-    order = block.get("order", "as_listed")
-    if order not in ORDERS:
-        raise bad(f"must be one of {ORDERS}, got {order!r}", "order")
-    width = block.get("width")
-    if width is not None and width != len(ids) * sizes["hidden_size"]:
-        raise bad(
-            f"{width!r} disagrees with {len(ids)} ids x hidden_size {sizes['hidden_size']}",
-            "width",
-        )
+    assert isinstance(ids, list)
+    n, hidden = _sizes(block, bad)
+    _check_contract_members(block, ids, n, hidden, bad)
     native = block.get("native_ids")
-    if native is not None and not (
-        isinstance(native, list)
-        and all(isinstance(i, int) and not isinstance(i, bool) for i in native)
-    ):
+    if native is not None and not _int_list(native):
         raise bad(f"must be a list of integers or null, got {native!r}", "native_ids")
     target = block.get("target") or {}
     if not isinstance(target, Mapping):
@@ -193,10 +184,9 @@ def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
         if not isinstance(value, str):
             raise bad(f"must be a string, got {value!r}", key)
         texts[key] = value
+    order = cast(Order, block.get("order", "as_listed"))
     try:
-        contract = CaptureContract(
-            tuple(ids), sizes["num_layers"], sizes["hidden_size"], order=cast(Order, order)
-        )
+        contract = CaptureContract(tuple(ids), n, hidden, order=order)
     except ContractError as exc:  # what the checks above leave: a repeated id
         raise bad(str(exc), exc.field or "layer_ids") from None
     return Stamp(
@@ -207,24 +197,87 @@ def parse_stamp(block: object, *, source: str = "<dict>") -> Stamp | None:
     )
 
 
+def _sizes(block: Mapping[str, Any], bad: Callable[[str, str], ConfigError]) -> tuple[int, int]:
+    """``num_layers`` and ``hidden_size``: positive integers."""
+    sizes = []
+    for key in ("num_layers", "hidden_size"):
+        value = block.get(key)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            raise bad(f"must be a positive integer, got {value!r}", key)
+        sizes.append(value)
+    return sizes[0], sizes[1]
+
+
+def _check_contract_members(
+    block: Mapping[str, Any],
+    ids: list[int],
+    n: int,
+    hidden: int,
+    bad: Callable[[str, str], ConfigError],
+) -> None:
+    """The ids are canonical ids of an ``n``-layer target, the order is known, and the width
+    (when given) is the ids' count times ``hidden``."""
+    out_of_range = [i for i in ids if not -1 <= i < n]
+    if out_of_range:
+        raise bad(
+            f"ids {out_of_range} are not canonical ids of a {n}-layer target (-1 .. {n - 1})",
+            "layer_ids",
+        )
+    order = block.get("order", "as_listed")
+    if order not in ORDERS:
+        raise bad(f"must be one of {ORDERS}, got {order!r}", "order")
+    width = block.get("width")
+    if width is not None and width != len(ids) * hidden:
+        raise bad(f"{width!r} disagrees with {len(ids)} ids x hidden_size {hidden}", "width")
+
+
 def claim_source(
     draft: str | os.PathLike[str] | Mapping[str, Any] | None,
     trained_with: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ClaimSource:
-    """The training claim to judge against: stamp, else ``--trained-with``, else the env var."""
-    env = os.environ if environ is None else environ
-    if draft is not None:
-        stamp = read_stamp(draft)
-        if stamp is not None:
-            where = "<dict>" if isinstance(draft, Mapping) else str(_config_path(draft))
-            return ClaimSource("stamp", where, stamp=stamp, trained_with=stamp.trained_with)
-    if trained_with:
-        return ClaimSource("--trained-with", trained_with, trained_with=trained_with)
-    from_env = trained_with_env(env)
-    if from_env:
-        return ClaimSource("env", from_env, trained_with=from_env)
-    return ClaimSource("none", "the training contract is unknown")
+    """The training claim to judge against: stamp, else ``--trained-with``, else the env var
+    (``resolve_claim`` on the drafter's config, read once)."""
+    if draft is None or isinstance(draft, Mapping):
+        return resolve_claim(draft, "<dict>", trained_with, environ)
+    path = _config_path(draft)
+    return resolve_claim(_load_config(path), str(path), trained_with, environ)
+
+
+def resolve_claim(
+    config: Mapping[str, Any] | None,
+    where: str,
+    trained_with: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ClaimSource:
+    """The one order every tool reads a training claim in: the stamp in the drafter's
+    ``config`` (read from ``where``), else ``trained_with``, else
+    ``EAGLE3_CONTRACTS_TRAINED_WITH`` in ``environ`` (default ``os.environ``). A lower claim
+    that names another trainer is said in ``overridden``, never silently dropped."""
+    from_env = trained_with_env(os.environ if environ is None else environ)
+    stamp = None if config is None else parse_stamp(config.get(STAMP_KEY), source=where)
+    given = [
+        (f"--trained-with {trained_with}", trained_with),
+        (f"{ENV_TRAINED_WITH}={from_env}", from_env),
+    ]
+    if stamp is not None:
+        chosen = ClaimSource("stamp", where, stamp=stamp, trained_with=stamp.trained_with)
+        lower = given
+    elif trained_with:
+        chosen = ClaimSource("--trained-with", trained_with, trained_with=trained_with)
+        lower = given[1:]
+    elif from_env:
+        chosen = ClaimSource("env", from_env, trained_with=from_env)
+        lower = []
+    else:
+        return ClaimSource("none", "the training contract is unknown")
+    read_first = "the stamp" if stamp is not None else "--trained-with"
+    overridden = tuple(
+        f"{said} ignored: {read_first} is read first"
+        for said, name in lower
+        if name and name != chosen.trained_with
+    )
+    return dataclasses.replace(chosen, overridden=overridden)
 
 
 def trained_with_env(environ: Mapping[str, str] | None = None) -> str | None:
@@ -249,13 +302,9 @@ def claim_trained_with(
     environ: Mapping[str, str] | None = None,
 ) -> tuple[str | None, str]:
     """The trainer name a config-level tool (``check``) reads the drafter with, and the
-    sentence saying where it came from: the stamp's ``trained_with`` first, else
-    ``--trained-with``, else ``EAGLE3_CONTRACTS_TRAINED_WITH``, else ``None``."""
+    sentence saying where it came from (``claim_source``)."""
     claim = claim_source(draft, trained_with, environ)
-    note = claim.describe()
-    if claim.kind == "stamp" and trained_with and trained_with != claim.trained_with:
-        note += f" (--trained-with {trained_with} ignored: the stamp is read first)"
-    return claim.trained_with, note
+    return claim.trained_with, claim.describe()
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -293,6 +342,7 @@ __all__ = [
     "claim_trained_with",
     "parse_stamp",
     "read_stamp",
+    "resolve_claim",
     "trained_with_env",
     "write_stamp",
 ]

@@ -47,29 +47,28 @@ def trained_wiring(
     target_config: Mapping[str, Any] | str | os.PathLike[str],
     trained_with: str | None,
 ) -> Trained:
-    """The stamp's canonical ids, else what ``trained_with`` trained on (``ConfigError``)."""
-    from eagle3_contracts.config.plan import resolve
-    from eagle3_contracts.stamp import claim_source
+    """The stamp's canonical ids, else what ``trained_with`` trained on (``ConfigError``):
+    the one claim resolver (``config.claim.trained_claim``)."""
+    from eagle3_contracts.config.claim import trained_claim
+    from eagle3_contracts.config.readers import read_draft_config, read_target_config
 
-    claim = claim_source(draft, trained_with)
-    if claim.kind == "stamp" and claim.stamp is not None:
-        return Trained(tuple(claim.stamp.contract.layer_ids), claim.describe())
-    if claim.trained_with:
-        plan = resolve(draft, target_config, claim.trained_with)
-        if plan.kind != "segments" or plan.refused or not plan.layer_ids:
-            raise ConfigError(
-                f"{claim.trained_with} gives no trained layers for this drafter "
-                f"({plan.refused or plan.crash or plan.kind})",
-                source=str(draft),
-                field="trained_with",
-            )
-        return Trained(_plan_wiring(plan), claim.describe())
-    raise ConfigError(
-        "the drafter has no eagle3_contract stamp: say what it was trained on with "
-        "--trained-with (specforge==0.2.0, sglang==0.5.14, ...) or stamp it",
-        source=str(draft),
-        field="trained_with",
-    )
+    claim = trained_claim(read_draft_config(draft), read_target_config(target_config), trained_with)
+    plan = claim.plan
+    if plan is None:
+        raise ConfigError(
+            "the drafter has no eagle3_contract stamp: say what it was trained on with "
+            "--trained-with (specforge==0.2.0, sglang==0.5.14, ...) or stamp it",
+            source=str(draft),
+            field="trained_with",
+        )
+    if plan.kind != "segments" or plan.refused or not plan.layer_ids:
+        raise ConfigError(
+            f"{claim.trained_with} gives no trained layers for this drafter "
+            f"({plan.refused or plan.crash or plan.kind})",
+            source=str(draft),
+            field="trained_with",
+        )
+    return Trained(_plan_wiring(plan), claim.describe())
 
 
 def _plan_wiring(plan: Any) -> Wiring:

@@ -148,18 +148,6 @@ def run(args: argparse.Namespace) -> int:
         title = None
     if not draft:
         raise UsageError("DRAFT is required (or --example NAME; --list shows the examples)")
-    claim = None  # the drafter's stamp first, then --trained-with, then the env var
-    if not args.example:
-        from eagle3_contracts.config.readers import resolve_model
-        from eagle3_contracts.errors import ConfigError
-        from eagle3_contracts.stamp import claim_trained_with
-
-        try:
-            local, _ = resolve_model(draft, what="draft")
-            trained_with, claim = claim_trained_with(local, trained_with)
-        except ConfigError as exc:  # an unreadable config is check_drafter's to report
-            if (exc.field or "").startswith("eagle3_contract"):
-                raise  # a malformed stamp is never ignored
     report = check_drafter(
         draft,
         target=target,
@@ -177,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
         import dataclasses
 
         report = dataclasses.replace(report, notes=(*report.notes, *installed_notes))
-    if claim:
+    if report.claim is not None and not args.example:  # resolved once, by check_drafter
         import sys
 
-        print(f"training claim: {claim}", file=sys.stderr)
+        print(f"training claim: {report.claim.describe()}", file=sys.stderr)
     return emit(report, args.json)

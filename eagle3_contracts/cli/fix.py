@@ -3,7 +3,9 @@
 ``fix DRAFT --target T --serve-with sglang==0.5.23 [--write]`` prints the drafter's config
 with the proven ids at the field each named release reads (``config.fix``), every other byte
 kept; ``--write`` replaces the file, keeps the original beside it (``config.json.bak``) and
-checks the written file again. Needs a training claim: the drafter's stamp, ``--trained-with``
+checks the written file again. When the edits would move a training claim read from those ids
+(``specforge-hf``), the stamp of the original training is written in the same write. Needs a
+training claim: the drafter's stamp, ``--trained-with``
 or ``EAGLE3_CONTRACTS_TRAINED_WITH``. Exit 0 when the config is (now) right for every release,
 2 when no one config can be (the conflict is named) or on bad input. torch is never imported.
 """
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.check import check_drafter
     from eagle3_contracts.config.fix import fix_drafter, write_fix
     from eagle3_contracts.config.readers import parse_hub_id, resolve_model
-    from eagle3_contracts.stamp import ENV_TRAINED_WITH, claim_source
+    from eagle3_contracts.stamp import STAMP_KEY
 
     serve_with = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
     hub = parse_hub_id(args.draft)
@@ -65,15 +67,12 @@ def run(args: argparse.Namespace) -> int:
         )
     draft, _ = resolve_model(args.draft, what="draft")
     target, _ = resolve_model(args.target, what="target")
-    claim = claim_source(draft, args.trained_with)
-    if claim.kind == "none" and not _block_drafter(draft):  # a block drafter's ids mean outputs
-        raise UsageError(
-            "fix needs the training claim: stamp the drafter (eagle3-contracts stamp), pass "
-            f"--trained-with SYSTEM or set {ENV_TRAINED_WITH}"
-        )
-    fix = fix_drafter(draft, target=target, serve_with=serve_with, trained_with=claim.trained_with)
+    fix = fix_drafter(draft, target=target, serve_with=serve_with, trained_with=args.trained_with)
+    claim = fix.claim  # resolved once, by the check the fix starts from
     lines = [f"ok as it is: {key}" for key in fix.already_ok]
     lines += [f"set {edit.describe()}" for edit in fix.edits]
+    if fix.stamp is not None:  # the edits move a claim read from these ids: pinned with them
+        lines.append(f"pin the training claim: {STAMP_KEY} = {fix.stamp.describe()}")
     if not args.write:
         print(f"training claim: {claim.describe()}", *lines, sep="\n", file=sys.stderr)
         sys.stdout.write(fix.text)
@@ -108,12 +107,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {fix.config_path} (original kept as {backup})")
     print(f"re-check: ok for {', '.join(dict.fromkeys(r.plan.key for r in rows))}")
     return 0
-
-
-def _block_drafter(draft: str) -> bool:
-    """A DFlash-family drafter: its ids have one meaning whoever trained it (methods)."""
-    from eagle3_contracts.config.fix import config_path
-    from eagle3_contracts.config.readers import read_draft_config
-    from eagle3_contracts.conventions import methods
-
-    return methods.detect(read_draft_config(config_path(draft)).raw).block

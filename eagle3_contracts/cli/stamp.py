@@ -50,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import eagle3_contracts
     from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.config.claim import trained_stamp
     from eagle3_contracts.config.plan import resolve
     from eagle3_contracts.config.readers import (
         parse_hub_id,
@@ -59,9 +59,8 @@ def run(args: argparse.Namespace) -> int:
         read_target_config,
         resolve_model,
     )
-    from eagle3_contracts.contract import CaptureContract
     from eagle3_contracts.errors import ConfigError
-    from eagle3_contracts.stamp import STAMP_KEY, Stamp, read_stamp, write_stamp
+    from eagle3_contracts.stamp import STAMP_KEY, read_stamp, write_stamp
 
     hub = parse_hub_id(args.draft)
     if hub is not None and not args.show:
@@ -95,24 +94,7 @@ def run(args: argparse.Namespace) -> int:
     draft = read_draft_config(config_path)
     target = read_target_config(args.target)
     plan = resolve(draft, target, args.trained_with)
-    if plan.refused:
-        raise UsageError(f"{args.trained_with} refuses this drafter config: {plan.refused}")
-    if plan.non_canonical or not plan.layer_ids:
-        raise UsageError(
-            f"{args.trained_with} feeds this drafter {plan.describe()}: no canonical contract "
-            f"can be stamped"
-        )
-    stamp = Stamp(
-        CaptureContract(plan.layer_ids, plan.num_layers, plan.hidden_size, order="as_listed"),
-        trained_with=args.trained_with,
-        native_ids=plan.native_ids,
-        ids_source=plan.ids_source,
-        target={
-            "model_type": target.model_type,
-            "architectures": list(target.architectures),
-        },
-        stamped_by=f"eagle3-contracts {eagle3_contracts.__version__}",
-    )
+    stamp = trained_stamp(plan, args.trained_with, target)
     changed = [] if current is None else _changes(current, stamp)
     if current is not None and changed and not args.force:
         raise UsageError(

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eagle3_contracts import conventions
+from eagle3_contracts.config.claim import Claim, trained_claim
 from eagle3_contracts.config.drafter import (
     ERROR,
     DrafterCheck,
@@ -31,7 +32,6 @@ from eagle3_contracts.config.readers import (
     resolve_weights,
 )
 from eagle3_contracts.conventions import EngineSpec, SystemName, TrainerSpec, methods, parse_system
-from eagle3_contracts.conventions.predict import fixed_feed
 from eagle3_contracts.differences import label as finding_label
 from eagle3_contracts.differences import text_table
 from eagle3_contracts.errors import ConfigError, ContractError
@@ -90,6 +90,8 @@ class CheckRow:
         kinds = {f.kind for f in self.findings}
         if kinds & {FindingKind.UNKNOWN, FindingKind.UNSUPPORTED}:
             return "none (see details)"
+        if self.fix_native_ids is None and self.plan.pp_dropped:
+            return "no ids fix it: the pipeline partition (see details)"
         if self.fix_native_ids is None:
             return "no native ids can fix it (see details)"
         if self.fix_field is None:
@@ -150,6 +152,7 @@ class CheckReport:
     notes: tuple[str, ...] = ()
     pipeline: Mapping[str, Any] | None = None
     title: str | None = None  # e.g. "example kimi-k2.5": paths are then shown by file name
+    claim: Claim | None = field(default=None, compare=False)  # what the training side came from
 
     @property
     def ok(self) -> bool:
@@ -371,24 +374,24 @@ def check_drafter(
     else ``trained_with``, else ``EAGLE3_CONTRACTS_TRAINED_WITH`` in ``environ`` (default
     ``os.environ``), as in every tool; the report's notes say which.
     """
-    from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, trained_with_env
+    from eagle3_contracts.stamp import ENV_TRAINED_WITH, trained_with_env
 
     notes: list[str] = []
-    env_claim = None if trained_with else trained_with_env(environ)
-    if env_claim is not None:
+    env_claim = trained_with_env(environ)
+    if env_claim is not None and not trained_with:  # a name is refused before any file is read
         _check_name(env_claim, ENV_TRAINED_WITH)
     systems = _systems(serve_with, trained_with, notes)
     draft, target, weights = _resolve_sources(draft, target, weights, notes)
     draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     target_cfg = _target(target, num_layers, hidden_size)
-    if env_claim is not None and draft_cfg.raw.get(STAMP_KEY) is None:
-        trained_with = env_claim
-        notes.append(f"training claim: no stamp; {ENV_TRAINED_WITH}={env_claim}")
     _note_dropped_ids(draft_cfg, target_cfg, notes)
-    stamped = _stamp_plan(draft, draft_cfg, target_cfg, trained_with, notes)
-    if stamped is not None:
-        trained_with = stamped.system
-    readings, ambiguous = _readings(stamped, draft_cfg, target_cfg, trained_with, notes)
+    claim = trained_claim(draft_cfg, target_cfg, trained_with, environ)
+    if claim.source.kind == "stamp":
+        notes.append(claim.describe())
+    elif claim.source.kind == "env" or claim.source.overridden:
+        notes.append(f"training claim: {claim.describe()}")
+    trained_with = claim.plan.system if claim.source.stamp and claim.plan else claim.trained_with
+    readings, ambiguous = _readings(claim.plan, draft_cfg, target_cfg, trained_with, notes)
 
     served = [draft_cfg] + [
         c if isinstance(c, DraftConfig) else read_draft_config(c) for c in served_configs
@@ -426,6 +429,7 @@ def check_drafter(
         notes=tuple(notes),
         pipeline=pipeline,
         title=title,
+        claim=claim,
     )
 
 
@@ -498,18 +502,17 @@ def _resolve_sources(
 
 
 def _readings(
-    stamped: CapturePlan | None,
+    claimed: CapturePlan | None,
     draft: DraftConfig,
     target: TargetConfig,
     trained_with: str | None,
     notes: list[str],
 ) -> tuple[tuple[tuple[str, CapturePlan], ...], bool]:
-    """What the drafter was trained on: the stamp's, the named trainer's, or both readings of
-    its ids (and whether they differ)."""
-    if stamped is not None:
-        return ((stamped.system, stamped),), False
-    if trained_with is not None:
-        return ((trained_with, resolve(draft, target, trained_with)),), False
+    """What the drafter was trained on: the claim's (``config.claim``), or, without one, the
+    block drafter's taps (layer outputs whoever trained it) or both readings of its ids (and
+    whether they differ)."""
+    if claimed is not None and trained_with is not None:
+        return ((trained_with, claimed),), False
     method = methods.detect(draft.raw)
     if method.block:  # its ids mean layer outputs whoever trained it (trainers.method_claim)
         notes.append(f"no --trained-with: the {method.label} drafter's ids are layer outputs")
@@ -547,46 +550,6 @@ def _row(
 
         stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
     return CheckRow(label, reading, name, plan, compare(trained, plan), stages)
-
-
-def _stamp_plan(
-    draft: PathOrDict | DraftConfig,
-    draft_cfg: DraftConfig,
-    target: TargetConfig,
-    trained_with: str | None,
-    notes: list[str],
-) -> CapturePlan | None:
-    """The trained plan a stamp in the drafter's config records (read before --trained-with;
-    ``eagle3_contracts.stamp``), or ``None`` when the drafter carries no stamp."""
-    from eagle3_contracts.stamp import claim_source
-
-    source: Any = draft_cfg.raw if isinstance(draft, DraftConfig) else draft
-    claim = claim_source(source, trained_with, environ={})
-    if claim.kind != "stamp" or claim.stamp is None:
-        return None
-    stamp = claim.stamp
-    note = claim.describe()
-    if trained_with and trained_with != stamp.trained_with:
-        note += f" (--trained-with {trained_with} ignored: the stamp is read first)"
-    notes.append(note)
-    trained = stamp.contract
-    if (trained.num_layers, trained.hidden_size) != (target.num_layers, target.hidden_size):
-        raise ConfigError(
-            f"the drafter's stamp was made for a {trained.num_layers} x {trained.hidden_size} "
-            f"target, this target is {target.num_layers} x {target.hidden_size}: check it "
-            "against the target it was trained on, or re-stamp it",
-            source=draft_cfg.source,
-            field="eagle3_contract",
-        )
-    return CapturePlan(
-        system=f"stamp ({stamp.trained_with or 'unnamed trainer'})",
-        num_layers=trained.num_layers,
-        hidden_size=trained.hidden_size,
-        order=trained.order,
-        feed=fixed_feed(
-            trained.layer_ids, native_ids=stamp.native_ids, ids_source="stamp", notes=(note,)
-        ),
-    )
 
 
 def check_system_name(name: str, *, serving: bool) -> None:

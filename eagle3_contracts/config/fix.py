@@ -4,10 +4,13 @@ For each release ``check`` finds a mismatch with, the fix is the id list ``plan.
 proved (predicting again gives exactly the trained layers) at the field that release reads.
 Fixes for several releases are combined when they write different fields, or the same field
 with the same ids; two different lists for one field is a conflict, refused with both named.
-The combined config is checked again against the original training (``check_drafter``'s
-``served_configs``: the trained plan is the original drafter's, whatever the edit changes) and
-must be ok for every release. The new text is the original with only those members edited
-(``_json_edit``).
+A claim read from the drafter's own ids (``specforge-hf``, ``hf-hidden-states``, a trainer
+reading the config) would move with those ids: when the edits move it, the fix also writes the
+stamp of the original training (``config.claim.trained_stamp``) in the same text, so the claim
+is pinned in the same atomic write. The fixed text is then checked exactly as ``check`` with the
+same arguments will check it afterwards (the claim read from it, every release served it) and
+must be ok for every release with the original trained layers. The new text is the original
+with only those members edited (``_json_edit``).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from eagle3_contracts._io import TextFile, read_text_file, write_text_file
-from eagle3_contracts._json_edit import edit_ids
+from eagle3_contracts._json_edit import edit_ids, set_top_level_key
 from eagle3_contracts.config.check import CheckReport, check_drafter
-from eagle3_contracts.config.plan import Fix, apply_fix
+from eagle3_contracts.config.claim import Claim, trained_stamp
+from eagle3_contracts.config.plan import Fix, apply_fix, resolve
 from eagle3_contracts.errors import ConfigError, ContractError
+from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, Stamp
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,13 @@ class DrafterFix:
     already_ok: tuple[str, ...]  # release keys that read the drafter correctly as it is
     report: CheckReport  # the check before the fix
     file: TextFile  # the file as read: its bytes (the backup), encoding and line ends
+    stamp: Stamp | None = None  # the training claim pinned in ``text`` (the edits moved it)
+
+    @property
+    def claim(self) -> Claim:
+        """The training claim the fix serves (the check's, resolved once)."""
+        assert self.report.claim is not None  # fix_drafter refuses a report without one
+        return self.report.claim
 
 
 def config_path(draft: str | os.PathLike[str]) -> Path:
@@ -70,6 +82,7 @@ def fix_drafter(
         str(path), target=str(target), trained_with=trained_with, serve_with=tuple(serve_with)
     )
     _check_fixable(report)
+    trained_with = report.claim.trained_with if report.claim else None  # resolved once
     edits = _edits(report)
     file = read_text_file(path, what="draft config")
     original = file.text
@@ -77,15 +90,45 @@ def fix_drafter(
     for edit in edits.values():
         fixed = apply_fix(fixed, Fix(edit.ids, edit.path, ""))
     text = edit_ids(original, [(e.path, e.ids) for e in edits.values()], fixed, str(path))
+    stamp = _pin(report, fixed, trained_with) if edits else None
+    if stamp is not None:
+        text = set_top_level_key(text, STAMP_KEY, stamp.to_dict(), source=str(path))
     if edits:
-        _recheck(path, text, target, trained_with, serve_with)
+        _recheck(path, text, report, trained_with, serve_with)
     ok = tuple(r.plan.key for r in report.rows if r.ok)
-    return DrafterFix(path, original, text, tuple(edits.values()), ok, report, file)
+    return DrafterFix(path, original, text, tuple(edits.values()), ok, report, file, stamp)
+
+
+def _pin(report: CheckReport, fixed: dict[str, Any], trained_with: str | None) -> Stamp | None:
+    """The stamp of the original training when the claim, read again from the fixed config,
+    would name other layers (``None``: the drafter is stamped, or the edits leave the claim
+    where it was)."""
+    if report.claim is None or report.claim.source.stamp is not None or trained_with is None:
+        return None
+    trained = report.readings[0][1]
+    again = resolve(fixed, report.target, trained_with)
+    if (again.kind, again.layer_ids, again.non_canonical) == (
+        trained.kind,
+        trained.layer_ids,
+        trained.non_canonical,
+    ):
+        return None
+    return trained_stamp(trained, trained_with, report.target)
 
 
 def _check_fixable(report: CheckReport) -> None:
     """Refuse a drafter no id edit can fix: no training claim, or a drafter that is wrong
-    itself."""
+    itself. A block drafter (DFlash family) needs no claim: its ids mean layer outputs whoever
+    trained it (``conventions.methods``)."""
+    from eagle3_contracts.conventions import methods
+
+    unclaimed = report.claim is None or report.claim.source.kind == "none"
+    if unclaimed and not methods.detect(report.draft.raw).block:
+        raise ContractError(
+            "fix needs the training claim: stamp the drafter (eagle3-contracts stamp), pass "
+            f"--trained-with SYSTEM or set {ENV_TRAINED_WITH}",
+            field="trained_with",
+        )
     if report.ambiguous:
         raise ContractError(
             "the training claim is missing: the ids mean different layers under each reading; "
@@ -131,29 +174,38 @@ def _edits(report: CheckReport) -> dict[str, Edit]:
 
 
 def _recheck(
-    trained: Path,
+    path: Path,
     text: str,
-    target: str | os.PathLike[str],
+    report: CheckReport,
     trained_with: str | None,
     serve_with: Sequence[str],
 ) -> None:
-    """Serve ``text`` in place of the trained drafter: every release must then say ok."""
+    """Check ``text`` as ``check`` with the same arguments will check the written file: the
+    claim read from it must still be the original training, and every release must say ok."""
     import json
 
-    served = json.loads(text)
     again = check_drafter(
-        str(trained),
-        target=str(target),
+        json.loads(text),
+        target=report.target,
         trained_with=trained_with,
         serve_with=tuple(serve_with),
-        served_configs=(served,),
+        environ={},
     )
-    wrong = [r for r in again.rows if r.config == "<dict>" and not r.ok]
+    trained = report.readings[0][1].layer_ids
+    if again.readings[0][1].layer_ids != trained:
+        raise ConfigError(
+            f"the fix would move the training claim from canonical {list(trained)} to "
+            f"{list(again.readings[0][1].layer_ids)}; stamp the drafter first "
+            "(eagle3-contracts stamp) and fix it again",
+            source=str(path),
+            field="trained_with",
+        )
+    wrong = [r for r in again.rows if not r.ok]
     if wrong:
         raise ConfigError(
             f"the combined fix does not serve every release: {wrong[0].plan.key} then "
             f"{wrong[0].verdict}; fix each release with its own --serve-with",
-            source=str(trained),
+            source=str(path),
             field="serve_with",
         )
 

@@ -46,7 +46,7 @@ from eagle3_contracts.conventions import (
 from eagle3_contracts.conventions.predict import Feed, Kind, fixed_feed
 from eagle3_contracts.differences import WORDING, Difference, FindingKind, classify, say, width_text
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.layer_ids import describe
+from eagle3_contracts.layer_ids import describe, from_boundary
 
 if TYPE_CHECKING:
     from eagle3_contracts.parallel.partition import LayerPartition
@@ -306,6 +306,7 @@ def resolve(
         pp_unread=unread,
         pp_notes=pp_notes,
         convention=conv,
+        inputs=(draft, target),
     )
 
 
@@ -498,7 +499,7 @@ def _capture(
             else:
                 notes.append(f"{label} is never captured by {conv.system}: {why}")
             continue
-        canonical = b - 1
+        canonical = from_boundary(b, n)
         if canonical in kept:
             if conv.dedup is Dedup.REPEATED:
                 notes.append(
@@ -811,12 +812,47 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
         target,
         state=trained.state,
     )
-    if fix.native_ids is not None and served.pp_dropped:
-        return fix.native_ids, (
-            f"{fix.why}, and put every captured layer on the last pipeline stage "
-            f"(--pp-partition) or serve without pipeline parallelism"
-        )
+    remedy = _remedy(trained, served)
+    if fix.native_ids is None and remedy:
+        return None, f"{fix.why}; {remedy}"
+    if fix.native_ids is not None and remedy:
+        return fix.native_ids, f"{fix.why}, and {remedy}"
     return fix.native_ids, fix.why
+
+
+def _remedy(trained: CapturePlan, served: CapturePlan) -> str:
+    """What besides the ids a row needs (``""``: nothing): a pipeline partition that keeps the
+    trained layers on the last stage, or norm flags the release never reads."""
+    if served.pp_dropped:
+        return _partition_remedy(trained.layer_ids, served)
+    if served.feed.ignored_flags:
+        flags = ", ".join(served.feed.ignored_flags)
+        return (
+            f"serve with a release that reads {flags} (or retrain without them): {served.key} "
+            "never reads them"
+        )
+    return ""
+
+
+def _partition_remedy(want: Sequence[int], served: CapturePlan) -> str:
+    """The partition that keeps every trained layer on the last stage, where ``served``
+    captures (``LayerPartition.capturing_stage``: SGLang takes canonical N entering N + 1)."""
+    n = served.num_layers
+    if served.convention is not None:
+        before = served.convention.captures_before_layer
+    else:
+        before = served.release is not None and _captures_before_layer(served.release)
+    start = min(i + 1 if before and i + 1 < n else max(i, 0) for i in want)
+    where = (
+        "serve without pipeline parallelism (the first trained layer is captured on stage 0)"
+        if start == 0
+        else f"serve without pipeline parallelism, or with a --pp-partition whose last stage "
+        f"starts at layer {start} or earlier"
+    )
+    return (
+        f"keep every trained layer on the last pipeline stage, the only one {served.key} "
+        f"captures on: {where}"
+    )
 
 
 def _layer_findings(
@@ -860,13 +896,34 @@ def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | N
         native = conv.from_canonical(want, served.num_layers)
     except ContractError as exc:
         return None, f"no native ids can express it: {exc}"
-    if served.pp_dropped:
-        return native, (
-            f"set {conv.setting} = {list(native)}, and put every captured layer on the last "
-            f"pipeline stage (--pp-partition) or serve without pipeline parallelism: "
-            f"{conv.system} drops states captured on earlier stages"
+    unproven = _unproven(conv, native, want, served)
+    if unproven:
+        return None, unproven
+    if served.pp_dropped and native == served.native_ids:  # the ids are not what is wrong
+        return None, (
+            f"no id list changes it: {conv.system} already reads {list(native)} at "
+            f"{served.ids_source}; {_partition_remedy(want, served)}"
         )
+    if served.pp_dropped:
+        return native, f"set {conv.setting} = {list(native)}, and {_partition_remedy(want, served)}"
     return native, f"set {conv.setting} = {list(native)}"
+
+
+def _unproven(
+    conv: Convention, native: tuple[int, ...], want: Sequence[int], served: CapturePlan
+) -> str:
+    """Why ``native``, written where ``conv`` reads ids, does not make it feed ``want`` when
+    resolved again ("" when it does): a registry entry's fix is proven as a release's is."""
+    if served.inputs is None or not conv.id_paths or not native:
+        return ""  # no list to prove (the caller says a drafter trained on no layer has none)
+    draft, target = served.inputs
+    again = resolve(_with_ids(draft.raw, conv.id_paths[0], native), target, conv)
+    if not again.refused and again.kind == "segments" and again.feed.canonical == tuple(want):
+        return ""
+    return (
+        f"no native ids can express it: {conv.system} given {list(native)} at "
+        f"{conv.id_paths[0]} feeds {again.describe()}"
+    )
 
 
 # -- proven fixes: the id list a release must read, checked by predicting again ----------
@@ -929,6 +986,17 @@ def proven_fix(
     if feed.read_path is None:
         return Fix(None, None, f"no native ids can fix it: {feed.release} reads no config field")
     base = tuple(want)
+    if _feeds_exactly(feed, base, trained_count, state):  # what is wrong is not the ids
+        return Fix(
+            None,
+            None,
+            f"no id list changes it: {feed.system} already feeds canonical {list(base)} "
+            + (
+                "from its default (no ids where it reads them)"
+                if feed.native_ids is None
+                else f"from {feed.ids_source} = {list(feed.native_ids)}"
+            ),
+        )
     seen: set[tuple[int, ...]] = set()
     for form in (base, tuple(i + 1 for i in base)):
         for k in range(len(form)):
@@ -937,12 +1005,7 @@ def proven_fix(
                 continue
             seen.add(cand)
             again = predict.predict_feed(system, _with_ids(draft.raw, feed.read_path, cand), target)
-            if (
-                again.kind == "segments"
-                and again.canonical == base
-                and again.width_states == trained_count
-                and again.state == state
-            ):
+            if _feeds_exactly(again, base, trained_count, state):
                 why = f"set {feed.read_path} = [{', '.join(map(str, cand))}]"
                 return Fix(cand, feed.read_path, why + f": {again.system} then feeds them")
     reason = (
@@ -954,6 +1017,27 @@ def proven_fix(
             f"num_aux_hidden_states = {trained_count}"
         )
     return Fix(None, None, reason)
+
+
+def release_fix(want: Sequence[int], system: str, draft: DraftLike, target: TargetLike) -> Fix:
+    """``proven_fix`` for a caller that holds only the trained ids (the engine guards): what
+    ``system`` feeds this drafter now, then the one search for the ids that make it feed
+    exactly ``want`` with an fc of ``len(want)`` states."""
+    d = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
+    t = target if isinstance(target, TargetConfig) else read_target_config(target)
+    feed = predict.predict_feed(system, dict(d.raw), t)
+    return proven_fix(tuple(want), len(want), system, feed, d, t)
+
+
+def _feeds_exactly(feed: Feed, want: tuple[int, ...], trained_count: int, state: str) -> bool:
+    """Whether ``feed`` gives the drafter exactly what it was trained on: the layers ``want``
+    in order, an fc for ``trained_count`` states, the same kind of state."""
+    return (
+        feed.kind == "segments"
+        and feed.canonical == want
+        and feed.width_states == trained_count
+        and feed.state == state
+    )
 
 
 def _with_ids(raw: Mapping[str, Any], path: str, ids: Sequence[int]) -> dict[str, Any]:

@@ -189,13 +189,15 @@ def needs_target(name: SystemName) -> bool:
 def parse_system(text: object, *, field: str) -> SystemName:
     """The typed meaning of one system name; ``ContractError(field=field)`` when it has none.
 
-    Spaces are ignored and case folded (``" VLLM == 0.33.0 : V1 "`` = ``vllm==0.33.0:v1``).
+    Spaces are ignored and case folded (``" VLLM == 0.33.0 : V1 "`` = ``vllm==0.33.0:v1``);
+    a version of one or two numbers is the release ``.0`` completes (``vllm==0.33`` =
+    ``vllm==0.33.0``); a range (``vllm>=0.30``) is refused: each release answers differently.
     A well-formed release that was never probed (``vllm==0.40.0``) parses: answering it is the
     caller's job (an unknown row with the probe command). A version that is not one
     (``vllm==abc``) or an unknown name is refused, with the names it may have meant.
     """
     given = _given(text, field)
-    key = "".join(given.split()).lower()
+    key = _normal_key("".join(given.split()).lower(), given, field)
     key = ALIASES.get(key, key)
     if key in READING_NAMES or key in FIXED:
         return FixedReading(key, given)
@@ -213,6 +215,30 @@ def parse_system(text: object, *, field: str) -> SystemName:
     if framework in FIXED and eq:
         raise ContractError(_versioned_fixed(given, framework), field=field)
     raise ContractError(_unknown(given, framework), field=field)
+
+
+_RANGE = re.compile(r"(~=|!=|>=|<=|===|>|<)")
+"""A version specifier other than ``==``: a range of releases, which no table answers."""
+
+
+def _normal_key(key: str, given: str, field: str) -> str:
+    """``vllm==0.33`` as ``vllm==0.33.0`` (a release has three numbers, as its wheel is named);
+    a range (``vllm>=0.30``) refused in one line: an answer is for one release."""
+    head, colon, runner = key.partition(":")
+    framework, eq, version = head.partition("==")
+    ranged = _RANGE.search(head)
+    if ranged is not None:
+        name = head[: ranged.start()]
+        raise ContractError(
+            f"{given!r}: '{ranged.group()}' names a range of releases and each release "
+            f"answers differently; name one, {name or 'NAME'}==VERSION (e.g. 'vllm==0.33.0', "
+            "'sglang==0.5.23')",
+            field=field,
+        )
+    if eq and re.fullmatch(r"\d+(\.\d+)?", version):
+        version += ".0" * (2 - version.count("."))
+        return f"{framework}=={version}{colon}{runner}"
+    return key
 
 
 def _given(text: object, field: str) -> str:
@@ -404,6 +430,13 @@ def get(
     from eagle3_contracts.conventions import releases
 
     version = spec.version or releases.newest_release(spec.framework)
+    runners = releases.load_table(spec.framework, version).runner
+    if spec.runner and runners is not None and spec.runner not in runners.available:
+        raise ContractError(  # as conventions.predict answers it: unknown, never another rule
+            f"{spec.given!r}: {spec.framework}=={version} has no model runner {spec.runner} "
+            f"({runners.source})",
+            field="convention",
+        )
     # the vLLM model runner changes which config field is read, not what an id means
     return releases.release_convention(
         spec.framework, version, model_type=model_type, architectures=tuple(architectures)
@@ -448,22 +481,37 @@ def _trainer_capture(
 
 
 def to_canonical(
-    ids: Sequence[int], convention: str | Convention, num_layers: int
+    ids: Sequence[int],
+    convention: str | Convention,
+    num_layers: int,
+    *,
+    model_type: str | None = None,
+    architectures: Sequence[str] = (),
 ) -> tuple[int, ...]:
     """Native explicit ids of ``convention`` -> canonical ids (same order).
 
-    Raises ``ContractError`` for ids the system never captures or that have no canonical id
-    (e.g. TensorRT-LLM's ``-1``, Hugging Face's ``hidden_states[L]``).
+    An engine or trainer name (``vllm``, ``sglang==0.5.23``) needs the target's
+    ``model_type``/``architectures`` (its rule is its model file's; ``get``). Raises
+    ``ContractError`` for ids the system never captures or that have no canonical id (e.g.
+    TensorRT-LLM's ``-1``, Hugging Face's ``hidden_states[L]``).
     """
-    return get(convention).to_canonical(ids, num_layers)
+    conv = get(convention, model_type=model_type, architectures=architectures)
+    return conv.to_canonical(ids, num_layers)
 
 
 def from_canonical(
-    ids: Sequence[int], convention: str | Convention, num_layers: int
+    ids: Sequence[int],
+    convention: str | Convention,
+    num_layers: int,
+    *,
+    model_type: str | None = None,
+    architectures: Sequence[str] = (),
 ) -> tuple[int, ...]:
     """Canonical ids -> the native ids ``convention`` needs to feed exactly those layers.
 
-    Raises ``ContractError`` when no native list can express them (canonical -1 in
-    ``trtllm``, canonical L-1 in ``sglang``).
+    An engine or trainer name needs the target, as for ``to_canonical``. Raises
+    ``ContractError`` when no native list can express them (canonical -1 in ``trtllm``,
+    canonical L-1 in ``sglang==0.5.23`` for a DeepSeek-V3 target).
     """
-    return get(convention).from_canonical(ids, num_layers)
+    conv = get(convention, model_type=model_type, architectures=architectures)
+    return conv.from_canonical(ids, num_layers)

@@ -54,6 +54,7 @@ from eagle3_contracts.conventions.releases import (
     split_offset,
 )
 from eagle3_contracts.errors import ContractError
+from eagle3_contracts.layer_ids import from_boundary
 
 Kind = Literal["segments", "crash", "unsupported", "unknown"]
 
@@ -560,7 +561,7 @@ class _Context:
             return self._feed(
                 "crash", (), width_states, "embedding-residual-none", f"{crash}; {source}", read=fed
             )
-        canonical = tuple(b - 1 for b in collected)
+        canonical = tuple(from_boundary(b, n) for b in collected)
         engine_crash = self._engine_crash(elements, collected, placement)
         if engine_crash is None and self._fc_skipped(len(canonical)):
             return self._feed(

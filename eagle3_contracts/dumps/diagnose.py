@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts.contract import CaptureContract
-from eagle3_contracts.conventions import CANONICAL, parse_convention
+from eagle3_contracts.conventions import CANONICAL, needs_target, parse_convention
 from eagle3_contracts.differences import Difference, FindingKind, classify, say, text_table
 from eagle3_contracts.differences import ids_text as _ids
 from eagle3_contracts.errors import ContractError, DumpError
@@ -546,8 +546,11 @@ def _cause_and_fix(
         f"{list(own.expected)}), but {expected.basis} expects {list(expected.expected)}: the "
         f"two systems read these ids differently"
     )
-    if parse_convention(own.convention, field="convention") is None:
+    spec = parse_convention(own.convention, field="convention")
+    if spec is None:
         return cause, None, None
+    if needs_target(spec):
+        return (cause, *_release_fix(own, expected, target))
     from eagle3_contracts import conventions
 
     conv = conventions.get(
@@ -562,6 +565,33 @@ def _cause_and_fix(
         cause,
         f"give {own.convention} the ids {list(native)} (they feed canonical "
         f"{list(expected.expected)})",
+        setting,
+    )
+
+
+def _release_fix(
+    own: Claim, expected: Claim, target: Target
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The one proven fix (``config.plan.release_fix``) for the release the dump names: the ids
+    it read at every field it may read them from, searched and predicted again."""
+    from eagle3_contracts.config.plan import release_fix
+    from eagle3_contracts.conventions.hf import NESTED, TOP_LEVEL
+
+    ids = list(own.ids)
+    draft = {NESTED.split(".")[0]: {TOP_LEVEL: ids}, TOP_LEVEL: ids}
+    config = {
+        "model_type": target.model_type,
+        "architectures": list(target.architectures),
+        "num_hidden_layers": target.num_layers,
+        "hidden_size": target.hidden_size,
+    }
+    fix = release_fix(expected.expected, own.convention, draft, config)
+    if fix.native_ids is None or fix.path is None:
+        return f"no ids make {own.convention} feed {list(expected.expected)}: {fix.why}", None
+    native = list(fix.native_ids)
+    setting = {"system": own.convention, "field": fix.path, "ids": native}
+    return (
+        f"give {own.convention} the ids {native} (they feed canonical {list(expected.expected)})",
         setting,
     )
 

@@ -63,6 +63,7 @@ def test_print_gives_the_minimal_edit_and_writes_nothing(files) -> None:
     # the original text, then the one new member in the style of the last one
     assert done.stdout == before[: before.rindex("\n}")] + f',\n  "{TOP}": [1, 3, 5]\n}}\n'
     assert f"set {TOP} = [1, 3, 5] (for vllm==0.33.0:v2 llama.py)" in done.stderr
+    assert "pin the training claim" not in done.stderr  # specforge reads the nested ids
 
 
 def test_write_round_trip_then_check_says_ok(files) -> None:
@@ -201,3 +202,41 @@ def test_unfixable_release_is_refused_with_the_reason(files) -> None:
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "sglang==0.5.23 llama.py" in done.stderr
+
+
+KIMI = Path(__file__).parents[2] / "eagle3_contracts" / "config" / "examples" / "kimi-k2.5"
+
+
+def test_a_claim_read_from_the_ids_is_pinned_in_the_same_write(tmp_path: Path) -> None:
+    """specforge-hf reads the claim from the very field the fix rewrites: the fix stamps the
+    original training in the same write, so ``check`` with the same arguments afterwards says
+    ok (unpinned, it read [3, 31, 59] as trained and asked for [4, 32, 60])."""
+    draft = tmp_path / "kimi"
+    draft.mkdir()
+    (draft / "config.json").write_text((KIMI / "draft.json").read_text())
+    args = (
+        "--target",
+        KIMI / "target.json",
+        "--trained-with",
+        "specforge-hf",
+        "--serve-with",
+        "sglang==0.5.23",
+    )
+    assert cli("check", draft, *args).returncode == 1  # sglang 0.5.23 feeds [1, 29, 57]
+    done = cli("fix", draft, *args, "--write")
+    assert done.returncode == 0, done.stderr
+    assert "set eagle_config.eagle_aux_hidden_state_layer_ids = [3, 31, 59]" in done.stdout
+    assert (
+        "pin the training claim: eagle3_contract = canonical [2, 30, 58] of L=61, H=7168 "
+        "(trained with specforge-hf)" in done.stdout
+    )
+    written = json.loads((draft / "config.json").read_text())
+    assert written["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [3, 31, 59]
+    assert written["eagle3_contract"]["layer_ids"] == [2, 30, 58]
+    assert written["eagle3_contract"]["native_ids"] == [2, 30, 58]
+    again = cli("check", draft, *args)
+    assert again.returncode == 0, again.stdout
+    assert "trained with stamp (specforge-hf): canonical [2, 30, 58]" in again.stdout
+    assert cli("fix", draft, *args, "--write").stdout.endswith(
+        "is read correctly by every release\n"
+    )

@@ -317,3 +317,46 @@ def test_a_fix_without_ids_or_path_cannot_be_applied(fix: plan.Fix) -> None:
         plan.apply_fix({}, fix)
     assert str(err.value) == "this fix has no native ids to apply"
     assert fix.label == "no native ids can fix it (see details)"
+
+
+def test_a_feed_already_right_has_no_id_fix_and_says_what_it_reads() -> None:
+    """What is wrong on such a row is not the ids (a partition, a flag): the search never
+    proposes the ids the config already holds."""
+    feed = feed_for("sglang==0.5.23", draft(1, 15, 28), LLAMA)
+    assert feed.canonical == (1, 15, 28)
+    fix = plan.proven_fix((1, 15, 28), 3, "sglang==0.5.23", feed, draft(1, 15, 28), LLAMA)
+    assert (fix.native_ids, fix.path) == (None, None)
+    assert fix.why == (
+        "no id list changes it: sglang==0.5.23 llama.py already feeds canonical [1, 15, 28] "
+        f"from {NESTED} = [1, 15, 28]"
+    )
+    default = feed_for("sglang==0.5.23", draft(), LLAMA)
+    fix = plan.proven_fix((1, 15, 28), 3, "sglang==0.5.23", default, draft(), LLAMA)
+    assert fix.native_ids is None and fix.why.endswith(
+        "from its default (no ids where it reads them)"
+    )
+
+
+@pytest.mark.parametrize("ids", [(1, 15, 28), ()])
+def test_a_pipeline_drop_on_sglang_names_the_partition_not_the_ids(ids: tuple[int, ...]) -> None:
+    """``check --pp-size 4`` of a Llama drafter on SGLang: the remedy is the partition; the fix
+    never prints the ids the config already holds (or their default's equal)."""
+    from eagle3_contracts.config.check import check_drafter
+
+    report = check_drafter(
+        nested(*ids) if ids else {},
+        target=LLAMA,
+        trained_with="specforge" if ids else "eagle-reference",
+        serve_with=("sglang==0.5.23",),
+        pp_size=4,
+        environ={},
+    )
+    (row,) = report.rows
+    assert not row.ok and row.plan.pp_dropped == (1, 15)
+    assert row.fix_native_ids is None and row.fix_setting() is None
+    assert row.fix_label() == "no ids fix it: the pipeline partition (see details)"
+    assert row.fix.endswith(
+        "keep every trained layer on the last pipeline stage, the only one sglang==0.5.23 "
+        "llama.py captures on: serve without pipeline parallelism, or with a --pp-partition "
+        "whose last stage starts at layer 2 or earlier"
+    )

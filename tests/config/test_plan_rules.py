@@ -375,16 +375,29 @@ def test_another_target_is_fixed_by_serving_on_the_trained_one() -> None:
     assert finding.fix == "serve the drafter on the target it was trained on"
 
 
-def test_a_pipeline_drop_fix_also_asks_for_the_last_stage() -> None:
+def test_a_pipeline_drop_with_the_right_ids_names_the_partition_never_the_ids() -> None:
     part = LayerPartition.even(61, 2, rule="sglang")
     served = resolve(nested(2, 30, 58), KIMI, LEGACY, partition=part)
     findings = compare(TRAINED, served)
     assert [f.kind for f in findings] == [K.LAYER_MISSING, K.WIDTH_DIFFERS]
+    assert all(f.fix_native_ids is None for f in findings)  # [2, 30, 58] is already there
+    assert findings[0].fix == (
+        f"no id list changes it: {LEGACY.system} already reads [2, 30, 58] at {NESTED}; keep "
+        f"every trained layer on the last pipeline stage, the only one {LEGACY.name} captures "
+        "on: serve without pipeline parallelism, or with a --pp-partition whose last stage "
+        "starts at layer 3 or earlier"
+    )
+
+
+def test_a_pipeline_drop_with_wrong_ids_gives_the_ids_and_the_partition() -> None:
+    part = LayerPartition.even(61, 2, rule="sglang")
+    served = resolve(nested(1, 29, 57), KIMI, LEGACY, partition=part)
+    findings = compare(TRAINED, served)
     assert all(f.fix_native_ids == (2, 30, 58) for f in findings)
     assert findings[0].fix == (
-        f"set {NESTED} = [2, 30, 58], and put every captured layer on the last pipeline stage "
-        f"(--pp-partition) or serve without pipeline parallelism: {LEGACY.system} drops states "
-        "captured on earlier stages"
+        f"set {NESTED} = [2, 30, 58], and keep every trained layer on the last pipeline stage, "
+        f"the only one {LEGACY.name} captures on: serve without pipeline parallelism, or with a "
+        "--pp-partition whose last stage starts at layer 3 or earlier"
     )
 
 
@@ -467,4 +480,18 @@ def test_required_ids_set_outside_any_config_are_refused_naming_where_to_set_the
     assert str(err.value) == (
         "in-house needs explicit ids and the draft config has none in the config (they are set "
         "with --aux-layers)"
+    )
+
+
+def test_a_registry_fix_is_proven_by_resolving_again() -> None:
+    """``_fix``'s ids for a registry entry are kept only when resolving the config with them
+    feeds the trained layers (as a release's proven fix); other ids are named as not doing so."""
+    from eagle3_contracts.config.plan import _unproven
+
+    served = resolve(nested(1, 29, 57), KIMI, "trtllm")
+    conv = conventions.get("trtllm")
+    assert _unproven(conv, (2, 30, 58), (2, 30, 58), served) == ""
+    assert _unproven(conv, (3, 31, 59), (2, 30, 58), served) == (
+        f"no native ids can express it: {TRT} given [3, 31, 59] at {NESTED} feeds trtllm: "
+        "[layer 3, layer 31, layer 59]"
     )

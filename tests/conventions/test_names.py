@@ -74,6 +74,12 @@ def test_every_spelling_parses_to_one_typed_value(text: str, value: SystemName) 
         ("vllm:V2", "vllm:v2"),
         ("specforge", "specforge"),
         ("specforge == 0.2.0", "specforge==0.2.0"),
+        ("vllm==0.33", "vllm==0.33.0"),  # a release has three numbers, as its wheel is named
+        ("VLLM == 0.33 : V1", "vllm==0.33.0:v1"),
+        ("sglang==1", "sglang==1.0.0"),
+        ("specforge==0.2", "specforge==0.2.0"),
+        ("speculators==0.9", "speculators"),
+        ("sglang==0.5.5.post1", "sglang==0.5.5.post1"),  # more than numbers: as written
         ("Speculators==0.9.0", "speculators"),
     ],
 )
@@ -85,9 +91,10 @@ def test_the_key_is_the_canonical_spelling(text: str, key: str) -> None:
 
 def test_a_trainer_stands_for_its_newest_release_until_pinned() -> None:
     bare, pinned = parse_system("specforge", field="f"), parse_system("specforge==0.1", field="f")
+    # "0.1" is the release 0.1.0
     assert isinstance(bare, TrainerSpec) and isinstance(pinned, TrainerSpec)
     assert (bare.release_version, bare.release) == ("0.2.0", "specforge==0.2.0")
-    assert (pinned.release_version, pinned.release) == ("0.1", "specforge==0.1")
+    assert (pinned.release_version, pinned.release) == ("0.1.0", "specforge==0.1.0")
 
 
 EMPTY = "a system name is a non-empty string like 'sglang==0.5.23', 'vllm==0.33.0:v1' or "
@@ -101,7 +108,22 @@ EMPTY = "a system name is a non-empty string like 'sglang==0.5.23', 'vllm==0.33.
         (None, f"{EMPTY}'specforge', got None"),
         (3, f"{EMPTY}'specforge', got 3"),
         ("vllm==abc", "'vllm==abc': 'abc' is not a release version (e.g. 'sglang==0.5.23')"),
-        ("vllm==0.33", None),  # a version: parses
+        ("vllm==0.33", None),  # a version: parses (as 0.33.0)
+        (
+            "vllm>=0.30",
+            "'vllm>=0.30': '>=' names a range of releases and each release answers differently; "
+            "name one, vllm==VERSION (e.g. 'vllm==0.33.0', 'sglang==0.5.23')",
+        ),
+        (
+            "SGLang ~= 0.5",
+            "'SGLang ~= 0.5': '~=' names a range of releases and each release answers "
+            "differently; name one, sglang==VERSION (e.g. 'vllm==0.33.0', 'sglang==0.5.23')",
+        ),
+        (
+            "<0.5:v1",
+            "'<0.5:v1': '<' names a range of releases and each release answers differently; "
+            "name one, NAME==VERSION (e.g. 'vllm==0.33.0', 'sglang==0.5.23')",
+        ),
         ("sglang==", "'sglang==': no version after '=='"),
         ("specforge==", "'specforge==': no version after '=='"),
         ("specforge==x.y", "'specforge==x.y': 'x.y' is not a release version (e.g. 'sglang==0.5.23')"),

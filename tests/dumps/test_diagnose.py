@@ -364,3 +364,33 @@ def test_a_long_dump_is_identified_on_a_bounded_prefix(
     assert f"{path}: identified on its first 5 of 40 tokens in 2 of 3 sequences" in " ".join(
         report.notes
     )
+
+
+@pytest.mark.parametrize("release", ["sglang==0.5.23", "sglang==0.5.12", "vllm==0.33.0:v1"])
+def test_a_dump_fix_is_the_fix_check_prints(release: str) -> None:
+    """diagnose's fix for a release is the one proven search check uses: same field, same ids."""
+    from eagle3_contracts.capture.targets import Target
+    from eagle3_contracts.config.check import check_drafter
+    from eagle3_contracts.dumps.diagnose import _release_fix, claim_from_contract
+
+    target = Target(None, "t", True, 0, 61, 16, 64, "deepseek_v3", "float32",
+                    ("DeepseekV3ForCausalLM",))  # fmt: skip
+    config = {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"],
+              "num_hidden_layers": 61, "hidden_size": 16}  # fmt: skip
+    own = resolve_claim(
+        [2, 30, 58], release, 61, basis="dump", model_type="deepseek_v3",
+        architectures=("DeepseekV3ForCausalLM",),
+    )  # fmt: skip
+    trained = claim_from_contract(CaptureContract((2, 30, 58), 61, 16))
+    words, setting = _release_fix(own, trained, target)
+    draft = {"hidden_size": 16, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58]},
+             "eagle_aux_hidden_state_layer_ids": [2, 30, 58]}  # fmt: skip
+    report = check_drafter(
+        draft, target=config, trained_with="specforge-hf", serve_with=(release,), environ={}
+    )
+    (row,) = report.rows
+    if row.fix_setting() is None:
+        assert setting is None and words is not None and words.startswith("no ids make")
+        return
+    assert setting == {**row.fix_setting(), "system": release}  # type: ignore[dict-item]
+    assert words == f"give {release} the ids {setting['ids']} (they feed canonical [2, 30, 58])"

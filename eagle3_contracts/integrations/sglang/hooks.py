@@ -42,7 +42,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from eagle3_contracts.config.readers import DraftConfig, read_draft_config, read_target_config
 from eagle3_contracts.conventions import engine_name
 from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
 from eagle3_contracts.integrations._report import (
@@ -66,6 +67,7 @@ from eagle3_contracts.integrations.vllm.verdict import (
     WiringMismatch,
     identify_recorded,
     judge,
+    proven_fix_for,
 )
 from eagle3_contracts.layer_ids import EMBEDDING
 
@@ -230,28 +232,6 @@ def layer_stack(model: nn.Module) -> nn.Module | None:
         if isinstance(holder, nn.Module) and hasattr(holder, "layers"):
             return holder
     return None
-
-
-def sglang_fix(release: str, target: Mapping[str, Any]) -> Callable[[Sequence[int], int], str]:
-    """The drafter setting that makes ``sglang==release`` feed the trained ids (per registry)."""
-
-    def fix(expected: Sequence[int], num_layers: int) -> str:
-        from eagle3_contracts.conventions.predict import predict_feed
-
-        want = tuple(expected)
-        for shift in (1, 0, -1, 2):
-            ids = [e + shift for e in want]
-            draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}}
-            feed = predict_feed(engine_name("sglang", release), draft, target)
-            if feed.kind == "segments" and feed.canonical == want:
-                return f"eagle_config.eagle_aux_hidden_state_layer_ids = {ids}"
-        return (
-            f"none of the usual id lists makes sglang=={release} feed {list(want)} for this "
-            f"model file; see `eagle3-contracts check DRAFT --target T --serve-with "
-            f"sglang=={release}`"
-        )
-
-    return fix
 
 
 # -- one process's session --------------------------------------------------------------------
@@ -493,14 +473,17 @@ class Session:
         self.log.info("%s dump: wrote %s [%s]", PREFIX, self.dump_path, self._where())
 
     def _guard(self, found: Any, release: str, target: Mapping[str, Any]) -> None:
-        expected, claim = self._claim(target)
+        draft = self._draft()
+        expected, claim = self._claim(draft, target)
         verdict = judge(
             found,
             expected=expected,
             claim=claim,
             fc_states=None,
             where=self._where(),
-            fix=sglang_fix(release, target),
+            fix=proven_fix_for(
+                engine_name("sglang", release), {} if draft is None else dict(draft.raw), target
+            ),
         )
         self.verdict = verdict
         self.first_prefill = verdict.line
@@ -511,20 +494,24 @@ class Session:
         if self.settings.strict and verdict.status == "mismatch":
             raise WiringMismatch(verdict.line)
 
-    def _claim(self, target: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
+    def _draft(self) -> DraftConfig | None:
+        """The drafter's config (``None`` without its directory): read once per judgement."""
+        if not self.draft_path:
+            return None
+        return read_draft_config(Path(self.draft_path) / "config.json")
+
+    def _claim(
+        self, draft: DraftConfig | None, target: Mapping[str, Any]
+    ) -> tuple[tuple[int, ...] | None, str]:
+        """The trained ids and where they came from: the one resolver
+        (``config.claim.trained_claim``); no claim without the drafter's directory."""
+        from eagle3_contracts.config.claim import trained_claim
         from eagle3_contracts.stamp import claim_source
 
-        source = claim_source(self.draft_path, None)
-        if source.kind == "stamp" and source.stamp is not None:
-            return source.stamp.contract.layer_ids, source.describe()
-        if source.trained_with and self.draft_path:
-            from eagle3_contracts._io import read_json_file
-            from eagle3_contracts.config.plan import resolve
-
-            draft = read_json_file(Path(self.draft_path) / "config.json", what="draft config")
-            plan = resolve(draft, dict(target), source.trained_with)
-            return tuple(plan.layer_ids), source.describe()
-        return None, source.describe()
+        if draft is None:
+            return None, claim_source(None).describe()
+        claim = trained_claim(draft, read_target_config(dict(target)), None)
+        return (None if claim.plan is None else claim.plan.layer_ids), claim.describe()
 
 
 _SESSION: Session | None = None

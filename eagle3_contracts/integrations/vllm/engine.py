@@ -58,7 +58,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,10 +82,11 @@ from eagle3_contracts.integrations.vllm.verdict import (
     WiringMismatch,
     identify_recorded,
     judge,
-    vllm_fix,
+    no_release_fix,
+    proven_fix_for,
 )
-from eagle3_contracts.layer_ids import EMBEDDING
-from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, parse_stamp
+from eagle3_contracts.layer_ids import EMBEDDING, from_boundary
+from eagle3_contracts.stamp import ENV_TRAINED_WITH
 
 
 def one_line(exc: BaseException) -> str:
@@ -211,6 +212,7 @@ class Session:
     convention: str  # "vllm==0.32.0:v1"
     expected: tuple[int, ...] | None
     claim: str
+    fix: Callable[[Sequence[int], int], str] = no_release_fix  # proven_fix_for the release
     state: str = "waiting"  # waiting -> recorded -> done
     input_ids: torch.Tensor | None = None
     positions: torch.Tensor | None = None
@@ -521,6 +523,7 @@ class Session:
             claim=self.claim + note,
             fc_states=self.fc_states,
             where=self.where,
+            fix=self.fix,
         )
         cost = self.seconds + time.perf_counter() - start  # hooks, copies, identification
         eager = f"; ran eagerly: {', '.join(sorted(self.bypassed))}" if self.bypassed else ""
@@ -536,19 +539,21 @@ class Session:
 def _claim(
     draft_cfg: Any, target_cfg: Any, settings: Settings
 ) -> tuple[tuple[int, ...] | None, str]:
-    """The trained canonical ids and a phrase saying where they come from."""
-    stamp = parse_stamp(getattr(draft_cfg, STAMP_KEY, None), source="drafter config.json")
-    if stamp is not None:
-        return (
-            stamp.contract.layer_ids,
-            f"stamp in the drafter's config.json, trained with {stamp.trained_with}",
-        )
-    if settings.trained_with:
-        from eagle3_contracts.config.plan import resolve
+    """The trained canonical ids and a phrase saying where they come from: the one resolver
+    (``config.claim.trained_claim``) on the configs the engine loaded; the environment's
+    claim is the one ``settings`` read."""
+    from eagle3_contracts.config.claim import trained_claim
+    from eagle3_contracts.config.readers import read_draft_config, read_target_config
 
-        plan = resolve(draft_cfg.to_dict(), target_cfg.to_dict(), settings.trained_with)
-        return plan.layer_ids, f"no stamp; {ENV_TRAINED_WITH}={settings.trained_with}"
-    return None, f"no stamp and no {ENV_TRAINED_WITH}: the trained layers are unknown"
+    environ = {ENV_TRAINED_WITH: settings.trained_with} if settings.trained_with else {}
+    claim = trained_claim(
+        read_draft_config(draft_cfg.to_dict()),
+        read_target_config(target_cfg.to_dict()),
+        None,
+        environ,
+        where="the drafter's config.json",
+    )
+    return (None if claim.plan is None else claim.plan.layer_ids), claim.describe()
 
 
 def predict_at_start(session: Session) -> None:
@@ -556,7 +561,7 @@ def predict_at_start(session: Session) -> None:
     canonical ``b - 1``; ``interfaces.py:1601-1611``), against the fc width and the claim.
     A certain mismatch is one warning line; ``strict`` refuses to start on it."""
     n = session.num_layers
-    predicted = tuple(b - 1 for b in sorted(set(session.collected)) if 0 <= b <= n)
+    predicted = tuple(from_boundary(b, n) for b in sorted(set(session.collected)) if 0 <= b <= n)
     problems = []
     if session.fc_states is not None and session.fc_states != len(predicted):
         problems.append(
@@ -567,7 +572,7 @@ def predict_at_start(session: Session) -> None:
     if session.expected is not None and predicted != session.expected:
         problems.append(
             f"vLLM will feed canonical {list(predicted)}, trained on {list(session.expected)}; "
-            f"fix: {vllm_fix(session.expected, n)}"
+            f"fix: {session.fix(session.expected, n)}"
         )
     if not problems:
         return
@@ -685,6 +690,7 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         convention=convention,
         expected=expected,
         claim=claim,
+        fix=proven_fix_for(convention, draft_cfg.to_dict(), target_cfg.to_dict()),
     )
     if settings.guard:
         predict_at_start(session)

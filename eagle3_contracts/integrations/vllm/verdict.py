@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -154,18 +155,25 @@ def _differences(
     ]
 
 
-def vllm_fix(expected: Sequence[int], num_layers: int) -> str:
-    """The vLLM setting that feeds ``expected`` (vLLM reads boundaries, concatenates ascending)."""
-    if list(expected) != sorted(set(expected)):
-        return (
-            f"none in vLLM: it feeds ascending, deduplicated boundaries, the drafter was "
-            f"trained on the order {list(expected)}"
-        )
-    boundaries = [n + 1 for n in expected]
-    return (
-        f"eagle_aux_hidden_state_layer_ids = {boundaries} (top level of the drafter config), "
-        f"num_aux_hidden_states = {len(boundaries)}"
-    )
+def proven_fix_for(
+    system: str, draft: Mapping[str, Any], target: Mapping[str, Any]
+) -> Callable[[Sequence[int], int], str]:
+    """The guards' fix, for vLLM and SGLang alike: the one proven-fix search
+    (``config.plan.release_fix``) for ``system`` serving this drafter config on this target:
+    the ids at the field that release reads, proven by predicting again, or why none exist."""
+
+    def fix(expected: Sequence[int], num_layers: int) -> str:
+        from eagle3_contracts.config.plan import release_fix
+
+        found = release_fix(expected, system, draft, target)
+        return found.label if found.native_ids is not None else found.why
+
+    return fix
+
+
+def no_release_fix(expected: Sequence[int], num_layers: int) -> str:
+    """The fix line when no release was named to search for one."""
+    return "run `eagle3-contracts fix DRAFT --target T --serve-with RELEASE` for the proven ids"
 
 
 def judge(
@@ -175,10 +183,10 @@ def judge(
     claim: str,
     fc_states: int | None,
     where: str,
-    fix: Callable[[Sequence[int], int], str] = vllm_fix,
+    fix: Callable[[Sequence[int], int], str] = no_release_fix,
 ) -> GuardVerdict:
     """Turn an identification into the verdict line (``fix``: the engine's setting that feeds
-    the trained ids; vLLM's by default, the SGLang hooks pass theirs).
+    the trained ids, ``proven_fix_for`` the release; both engines pass it).
 
     ``expected``: the trained canonical ids (``None``: unknown, said in ``claim``);
     ``fc_states``: how many segments the drafter's fc was built for; ``where``:

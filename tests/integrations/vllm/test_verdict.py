@@ -12,9 +12,18 @@ import torch
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.integrations import vllm as plugin
 from eagle3_contracts.integrations.vllm.settings import read_settings
-from eagle3_contracts.integrations.vllm.verdict import Recorded, identify_recorded, judge, vllm_fix
+from eagle3_contracts.integrations.vllm.verdict import (
+    Recorded,
+    identify_recorded,
+    judge,
+    proven_fix_for,
+)
 
 L, H, T = 6, 16, 5
+
+
+LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": L,
+         "hidden_size": H}  # fmt: skip
 
 
 def _recorded(seed: int = 0) -> Recorded:
@@ -60,14 +69,18 @@ def test_ok_line_when_fed_what_was_trained() -> None:
 def test_mismatch_line_names_the_segment_and_the_fix() -> None:
     rec = _recorded()
     found = identify_recorded(_fed(rec, [-1, 2, 4]), rec, H)
-    v = judge(found, expected=(1, 3, 5), claim="stamp", fc_states=3, where="w")
+    draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [0, 2, 4]}}
+    fix = proven_fix_for("vllm==0.32.0:v1", draft, LLAMA)
+    v = judge(found, expected=(1, 3, 5), claim="stamp", fc_states=3, where="w", fix=fix)
     assert v.status == "mismatch"
     assert (
         "(stamp): the embedding (canonical -1) is fed; the drafter was not trained on it; "
         "not fed: layer 1, layer 3, layer 5 (last, pre-norm); fed but not trained on: layer 2, "
         "layer 4; fix:"
     ) in v.line
-    assert "eagle_aux_hidden_state_layer_ids = [2, 4, 6]" in v.line
+    assert v.line.endswith("fix: eagle_aux_hidden_state_layer_ids = [2, 4, 6]")
+    unnamed = judge(found, expected=(1, 3, 5), claim="stamp", fc_states=3, where="w")
+    assert unnamed.line.endswith("--serve-with RELEASE` for the proven ids")
 
 
 @pytest.mark.parametrize(
@@ -105,9 +118,30 @@ def test_without_a_claim_the_line_says_unjudged_and_how_to_stamp() -> None:
     assert "eagle3-contracts stamp" in v.line
 
 
-def test_vllm_cannot_express_an_unsorted_trained_order() -> None:
-    assert vllm_fix((5, 1, 3), L).startswith("none in vLLM")
-    assert "[2, 4, 6]" in vllm_fix((1, 3, 5), L)
+@pytest.mark.parametrize("release", ["vllm==0.32.0:v1", "vllm==0.33.0:v2", "sglang==0.5.23"])
+def test_both_guards_print_the_one_proven_fix(release: str) -> None:
+    """The guards' fix is ``config.plan.release_fix``: an unsorted trained order has none, a
+    list is printed only when predicting again feeds the trained layers, never the ids the
+    config already holds."""
+    draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 3, 5]}}
+    fix = proven_fix_for(release, draft, LLAMA)
+    assert fix((5, 1, 3), L).startswith("no native ids can express it")
+    assert "ascending order" in fix((5, 1, 3), L)
+    from eagle3_contracts.config.plan import release_fix
+
+    for want in ((1, 3, 5), (0, 2, 4), (1, 2, 3)):
+        found = release_fix(want, release, draft, LLAMA)
+        if found.native_ids is None:
+            assert fix(want, L) == found.why
+            continue
+        assert fix(want, L) == found.label
+        nested = found.path == "eagle_config.eagle_aux_hidden_state_layer_ids"
+        held = (1, 3, 5) if nested else None  # the draft holds ids only in eagle_config
+        assert found.native_ids != held  # the ids already at the field are never a fix
+        ids = list(found.native_ids)
+        again = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}} if nested else {
+            **draft, "eagle_aux_hidden_state_layer_ids": ids}  # fmt: skip
+        assert release_fix(want, release, again, LLAMA).why.startswith("no id list changes it")
 
 
 def test_incomplete_recording_is_a_contract_error() -> None:
