@@ -307,6 +307,10 @@ class _Context:
 
     # -- steps ------------------------------------------------------------------------------
     def run(self, explicit_ids: Sequence[int] | None) -> Feed:
+        if explicit_ids is None:  # serving: the release loads the drafter itself
+            refused = self._unloadable_drafter()
+            if refused is not None:
+                return refused
         checked = self._readable_row()
         if isinstance(checked, Feed):
             return checked
@@ -333,6 +337,18 @@ class _Context:
             return elements
         source = f"{self._class_source(row)}; {reader_src}; {placement.describe()}"
         return self._collect(row, placement, elements, source, fed)
+
+    def _unloadable_drafter(self) -> Feed | None:
+        """``crash`` (unloadable-drafter) when the release's own registry cannot build the
+        drafter its config names (``ReleaseTable.drafters``), before any capture is read."""
+        registry = self.table.drafters
+        why = registry.refusal(self.draft) if registry is not None else None
+        if why is None:
+            return None
+        self.notes.append(f"{self.release} cannot load this drafter: {why}")
+        return self._feed(
+            "crash", (), None, "unloadable-drafter", registry.source if registry else ""
+        )
 
     def _readable_row(self) -> tuple[EntryClass, SelectionRule, Placement] | Feed:
         """The target's entry class (and, for vLLM, the runner), when its rule and placement

@@ -391,6 +391,80 @@ class RunnerRule:
     v2_architectures: frozenset[str] = frozenset()  # for V2_FOR_ARCHITECTURES
 
 
+class DrafterNameMap(str, Enum):
+    """How a release renames a drafter's ``architectures`` before its registry lookup (vLLM
+    ``transformers_utils/configs/eagle.py`` ``EAGLEConfig``, method eagle3; SGLang: as given)."""
+
+    IDENTITY = "identity"
+    PREFIX_UNLESS_MARKED = "eagle3-prefix-unless-marked"  # X -> Eagle3X unless X starts/ends so
+    PREFIX_UNLESS_PREFIXED = "eagle3-prefix-unless-prefixed"  # X -> Eagle3X unless X starts so
+    PREFIX = "eagle3-prefix"  # X -> Eagle3X always
+
+    def apply(self, name: str) -> str:
+        if self is DrafterNameMap.IDENTITY:
+            return name
+        keep = {
+            DrafterNameMap.PREFIX_UNLESS_MARKED: name.startswith("Eagle3")
+            or name.endswith("Eagle3"),
+            DrafterNameMap.PREFIX_UNLESS_PREFIXED: name.startswith("Eagle3"),
+            DrafterNameMap.PREFIX: False,
+        }[self]
+        return name if keep else f"Eagle3{name}"
+
+
+@dataclass(frozen=True)
+class DrafterRegistry:
+    """Which EAGLE-3 drafters a release can load (``probe.registry``, the table's ``drafters``)."""
+
+    registered: frozenset[str]  # names (after name_map) that build an EAGLE-3 drafter
+    name_map: DrafterNameMap | None  # None: the rename was not read (no verdict)
+    source: str  # file:line of the lookup and the rename
+    speculators: Mapping[str, Any] | None = None  # {"types", "eagle3", "default_model_type",
+    # "source"}; None: the release reads no speculators format
+    fallback: str = ""  # what an unregistered name falls back to (SGLang's Transformers class)
+
+    def refusal(self, draft: Mapping[str, Any]) -> str | None:
+        """Why the release cannot load the drafter ``draft`` (its config.json), else None (it
+        loads, or the registry was not read)."""
+        if self.name_map is None:
+            return None
+        spec = self.speculators
+        kind = draft.get("speculators_model_type")
+        archs = [a for a in draft.get("architectures") or () if isinstance(a, str)]
+        if kind is not None and spec is not None:
+            if kind not in spec.get("types", ()):
+                return (
+                    f"speculators_model_type {kind!r} is not a format it reads (it reads "
+                    f"{', '.join(spec.get('types', ())) or 'none'}; {spec.get('source', '')})"
+                )
+            if kind != "eagle3":
+                return None
+            layer = draft.get("transformer_layer_config")
+            model_type = (layer if isinstance(layer, Mapping) else {}).get(
+                "model_type", spec.get("default_model_type")
+            )
+            mapped = spec.get("eagle3", {}).get(model_type)
+            if mapped is None:
+                return (
+                    f"its speculators eagle3 reader maps transformer_layer_config.model_type "
+                    f"{', '.join(sorted(spec.get('eagle3', {})))} only, this drafter's is "
+                    f"{model_type!r}: ValueError at start-up ({spec.get('source', '')})"
+                )
+            archs = [mapped]
+        if not archs:
+            return None
+        looked_up = [self.name_map.apply(a) for a in archs]
+        if any(a in self.registered for a in looked_up):
+            return None
+        renamed = "" if looked_up == archs else f" (looked up as {', '.join(looked_up)})"
+        fallback = f", falls back to {self.fallback}" if self.fallback else ""
+        return (
+            f"the drafter's architectures {', '.join(archs)}{renamed} name no EAGLE-3 drafter it "
+            f"registers{fallback}; it registers {', '.join(sorted(self.registered)) or 'none'} "
+            f"({self.source})"
+        )
+
+
 # -- a release ----------------------------------------------------------------------------------
 
 
@@ -414,6 +488,7 @@ class ReleaseTable:
     drafter_file: str = ""  # the release's EAGLE-3 drafter file ("" when not probed)
     drafter_flags: Mapping[str, int | None] = field(default_factory=dict)
     # flag -> first line of drafter_file naming it; None: the release ignores the flag
+    drafters: DrafterRegistry | None = None  # which drafters it loads (None: not probed)
 
     @property
     def release(self) -> str:
@@ -517,6 +592,19 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
         grids=grids,
         drafter_file=data.get("drafter_flags", {}).get("file", ""),
         drafter_flags=dict(data.get("drafter_flags", {}).get("reads", {})),
+        drafters=_drafters(data.get("drafters")),
+    )
+
+
+def _drafters(data: Mapping[str, Any] | None) -> DrafterRegistry | None:
+    if data is None:
+        return None
+    return DrafterRegistry(
+        registered=frozenset(data.get("registered", ())),
+        name_map=_enum_or_none(DrafterNameMap, data.get("name_map")),
+        source=data.get("source", ""),
+        speculators=data.get("speculators"),
+        fallback=data.get("fallback", ""),
     )
 
 

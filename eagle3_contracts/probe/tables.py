@@ -38,6 +38,7 @@ from eagle3_contracts.probe.placement import (
     residual_is_none_at_entry,
     summarize,
 )
+from eagle3_contracts.probe.registry import entry_class_names, read_drafters
 from eagle3_contracts.probe.selection import (
     GRID_LAYERS,
     SINK_METHODS,
@@ -68,7 +69,7 @@ class _Module:
                 module = node.module.rsplit(".", 1)[-1] + ".py"
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = module
-        self.entry_classes = _entry_classes(tree)
+        self.entry_classes = entry_class_names(tree)
 
     def bases(self, cls: str) -> list[str]:
         node = self.classes.get(cls)
@@ -105,17 +106,6 @@ class _Module:
             ):
                 found.add(ast.unparse(node.value.func).rsplit(".", 1)[-1])
         return found.pop() if len(found) == 1 else None
-
-
-def _entry_classes(tree: ast.Module) -> list[str]:
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets
-        ):
-            value = node.value
-            items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
-            return [ast.unparse(i) for i in items if isinstance(i, (ast.Name, ast.Attribute))]
-    return []
 
 
 def _parse(path: Path) -> ast.Module | None:
@@ -326,6 +316,9 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     }
     if spec.runner_file:
         table["runner"] = read_runner_rule(root, spec.runner_file)
+    table["drafters"] = read_drafters(
+        spec.name, root, {name: mod.tree for name, mod in rel.modules.items()}
+    )
     flags = read_drafter_flags(root, spec.model_dir + DRAFTER_FILE)
     if flags is not None:
         table["drafter_flags"] = flags
