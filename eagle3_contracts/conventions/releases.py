@@ -443,7 +443,9 @@ class DrafterRegistry:
             model_type = (layer if isinstance(layer, Mapping) else {}).get(
                 "model_type", spec.get("default_model_type")
             )
-            mapped = spec.get("eagle3", {}).get(model_type)
+            mapped = spec.get("fixed") or spec.get("eagle3", {}).get(model_type)
+            if mapped is None and not spec.get("eagle3"):
+                return None  # the updater's architecture was not read: no verdict
             if mapped is None:
                 return (
                     f"its speculators eagle3 reader maps transformer_layer_config.model_type "

@@ -262,19 +262,36 @@ def _vllm_speculators(path: Path) -> dict[str, Any] | None:
                 types.append(name)
                 if name == "eagle3":
                     line = node.lineno
-                    eagle3, default = _arch_map(node)
-    return {
+                    eagle3, default, fixed = _arch_map(node)
+    out: dict[str, Any] = {
         "types": sorted(types),
         "eagle3": eagle3,
         "default_model_type": default,
         "source": f"{rel}:{line}",
     }
+    if fixed:
+        out["fixed"] = fixed  # one architecture whatever the model_type (vllm 0.21.0)
+    return out
 
 
-def _arch_map(func: ast.FunctionDef) -> tuple[dict[str, str], str | None]:
+def _arch_map(func: ast.FunctionDef) -> tuple[dict[str, str], str | None, str | None]:
+    """The eagle3 updater's ``model_type -> architecture`` dict and default ``model_type``
+    (vllm 0.28.0 ``algos.py:41-48``), or the one architecture it always writes
+    (``pre_trained_config["architectures"] = ["Eagle3LlamaForCausalLM"]``, vllm 0.21.0)."""
     found: dict[str, str] = {}
     default = None
+    fixed = None
     for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Subscript)
+            and isinstance(node.targets[0].slice, ast.Constant)
+            and node.targets[0].slice.value == "architectures"
+            and isinstance(node.value, ast.List)
+            and len(node.value.elts) == 1
+            and isinstance(node.value.elts[0], ast.Constant)
+        ):
+            fixed = str(node.value.elts[0].value)
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Dict)
@@ -295,4 +312,4 @@ def _arch_map(func: ast.FunctionDef) -> tuple[dict[str, str], str | None]:
             and isinstance(node.args[1], ast.Constant)
         ):
             default = str(node.args[1].value)
-    return found, default
+    return found, default, fixed

@@ -274,3 +274,23 @@ def test_an_unloadable_drafter_is_a_crash_never_ok(tmp_path, monkeypatch):
             "vllm==0.33.0", {"architectures": ["LlamaForCausalLMEagle3"]}, LLAMA_TARGET
         ).canonical
     )
+
+
+# vllm 0.21.0 transformers_utils/configs/speculators/algos.py:15-45: one architecture always
+VLLM_ALGOS_FIXED = """
+    @register_speculator("eagle3")
+    def update_eagle3(config_dict, pre_trained_config):
+        pre_trained_config["architectures"] = ["Eagle3LlamaForCausalLM"]
+"""
+
+
+def test_vllm_speculators_updater_writing_one_architecture_loads_every_model_type(tmp_path):
+    _vllm(tmp_path, speculators=False)
+    _write(tmp_path, {"vllm/transformers_utils/configs/speculators/algos.py": VLLM_ALGOS_FIXED})
+    section = read_drafters("vllm", tmp_path, {})
+    assert section["speculators"]["fixed"] == "Eagle3LlamaForCausalLM"
+    draft = {
+        "speculators_model_type": "eagle3",
+        "transformer_layer_config": {"model_type": "qwen2"},
+    }
+    assert _registry(section).refusal(draft) is None
