@@ -642,17 +642,14 @@ class _Context:
                 f"'{self.release}:v1' or ':v2')",
                 f"{self.table.path} runner",
             )
-        if rule.default is RunnerDefault.V2_FOR_ARCHITECTURES:
-            archs = rule.v2_architectures
-            hit = [a for a in self.target.architectures if a in archs]
-            moe = self.target.is_moe
-            quant = self.target.quantized
-            runner = "v2" if hit and not moe and not quant else "v1"
-            why = (
-                f"V2 only for {sorted(archs)} when dense and unquantised; this target: "
-                f"{', '.join(self.target.architectures) or '?'}"
-                + (", MoE" if moe else "")
-                + (", quantised" if quant else "")
+        picked = rule.pick(self.target.architectures, self.target.is_moe, self.target.quantized)
+        if picked is not None:
+            runner, why = picked
+        elif rule.default is RunnerDefault.V2_BY_CASE:
+            return self._unknown(
+                f"{self.release}: the default model runner for this target was not evaluated "
+                f"(name it: '{self.release}:v1' or ':v2')",
+                rule.v2_cases_from or rule.source,
             )
         else:
             runner = rule.default.value

@@ -378,6 +378,18 @@ class RunnerDefault(str, Enum):
     V1 = "v1"
     V2 = "v2"
     V2_FOR_ARCHITECTURES = "v2-for-architectures"  # V2 for listed dense, unquantised archs
+    V2_BY_CASE = "v2-by-case"  # V2 where the release's own predicate says so (``v2_cases``)
+
+
+def runner_case(listed: bool, moe: bool, quantized: bool) -> str:
+    """The key of one target shape in ``RunnerRule.v2_cases``: ``"listed dense plain"``..."""
+    return " ".join(
+        (
+            "listed" if listed else "unlisted",
+            "moe" if moe else "dense",
+            "quantized" if quantized else "plain",
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -388,7 +400,36 @@ class RunnerRule:
     available: tuple[str, ...]  # ("v1", "v2")
     source: str
     assumes: str = ""  # what the default assumes of the host
-    v2_architectures: frozenset[str] = frozenset()  # for V2_FOR_ARCHITECTURES
+    v2_architectures: frozenset[str] = frozenset()  # for V2_FOR_ARCHITECTURES and V2_BY_CASE
+    v2_cases: Mapping[str, bool] = field(default_factory=dict)  # runner_case -> V2 (V2_BY_CASE)
+    v2_cases_from: str = ""  # file:line of the predicate the cases were evaluated from
+
+    def pick(
+        self, architectures: Sequence[str], moe: bool, quantized: bool
+    ) -> tuple[str, str] | None:
+        """(runner, why) for a target, when the default depends on it; None otherwise."""
+        listed = any(a in self.v2_architectures for a in architectures)
+        shape = (
+            f"{', '.join(architectures) or '?'}"
+            + (", MoE" if moe else "")
+            + (", quantised" if quantized else "")
+        )
+        if self.default is RunnerDefault.V2_FOR_ARCHITECTURES:
+            runner = "v2" if listed and not moe and not quantized else "v1"
+            return runner, (
+                f"V2 only for {sorted(self.v2_architectures)} when dense and unquantised; "
+                f"this target: {shape}"
+            )
+        if self.default is RunnerDefault.V2_BY_CASE:
+            v2 = self.v2_cases.get(runner_case(listed, moe, quantized))
+            if v2 is None:
+                return None
+            return ("v2" if v2 else "v1"), (
+                f"{self.v2_cases_from} evaluated for this target ({shape}; "
+                f"{'' if listed else 'not '}in {sorted(self.v2_architectures)}): "
+                f"{'V2' if v2 else 'V1'}"
+            )
+        return None
 
 
 class DrafterNameMap(str, Enum):
@@ -590,6 +631,8 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
             source=runner.get("source", ""),
             assumes=runner.get("assumes", ""),
             v2_architectures=frozenset(runner.get("v2_architectures", ())),
+            v2_cases=dict(runner.get("v2_cases", {})),
+            v2_cases_from=runner.get("v2_cases_from", ""),
         ),
         grids=grids,
         drafter_file=data.get("drafter_flags", {}).get("file", ""),

