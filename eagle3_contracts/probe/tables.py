@@ -45,6 +45,7 @@ from eagle3_contracts.probe.selection import (
     find_functions,
     grid_ids,
     probe_function,
+    rank_calls,
 )
 
 PROBE_FORMAT = 1
@@ -281,10 +282,9 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     functions: dict[str, dict[str, Any]] = {}
     placements: dict[str, dict[str, Any]] = {}
     for name, mod in rel.modules.items():
-        rows = {
-            f.qualname: probe_function(f, spec.model_dir + name)
-            for f in find_functions(mod.tree, spec.select_functions)
-        }
+        selectors = find_functions(mod.tree, spec.select_functions)
+        ranks = rank_calls(mod.tree) if selectors else frozenset()
+        rows = {f.qualname: probe_function(f, spec.model_dir + name, ranks) for f in selectors}
         if rows:
             functions[name] = rows
         found = read_placement(mod.tree, rel.capture_helpers, resolver, rel.imported_forwards(name))
