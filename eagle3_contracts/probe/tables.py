@@ -201,8 +201,12 @@ class _Release:
         return names
 
 
-def _placement_of(rel: _Release, file: str, cls: str, placements: dict[str, Any]) -> Any:
-    """The stack placement that serves entry class ``cls``: its ``self.model`` class's forward."""
+def _placement_of(
+    rel: _Release, file: str, cls: str, placements: dict[str, Any], depth: int = 0
+) -> Any:
+    """The stack placement that serves entry class ``cls``: its ``self.model`` class's forward,
+    else its multimodal ``self.language_model``'s (itself a stack, or a causal LM whose
+    ``self.model`` is one)."""
     inner = None
     for owner in [(file, cls), *_bases_where(rel, file, cls)]:
         inner = rel.modules[owner[0]].attribute_class(owner[1], "model")
@@ -212,17 +216,52 @@ def _placement_of(rel: _Release, file: str, cls: str, placements: dict[str, Any]
                 or _factory_class(rel, file, cls, inner)
                 or _class_argument(rel, [(file, cls), *_bases_where(rel, file, cls)], inner)
             )
-            found = _stack_forward(rel, where) if where else None
+            found = _stack_placement(rel, where, placements) if where else None
             if found is not None:
-                key = f"{found[1]}.forward"
-                if key in placements.get(found[0], {}):
-                    return {"file": found[0], "forward": key}
+                return found
             break
+    language = _language_model(rel, file, cls) if depth < 3 else None
+    if language is not None:
+        found = _stack_placement(rel, language, placements)
+        if found is None:
+            found = _placement_of(rel, *language, placements, depth + 1)
+        if "ambiguous" not in found:
+            return {**found, "via": f"{file}:{cls}.language_model = {language[1]}"}
     own = placements.get(file, {})
     if len(own) == 1:
         (key,) = own
         return {"file": file, "forward": key}
     return {"ambiguous": f"no single decoder-stack forward found for {cls} (self.model = {inner})"}
+
+
+def _stack_placement(
+    rel: _Release, where: tuple[str, str], placements: dict[str, Any]
+) -> dict[str, str] | None:
+    """``{"file", "forward"}`` when ``where``'s forward is a probed decoder stack."""
+    found = _stack_forward(rel, where)
+    if found is not None and f"{found[1]}.forward" in placements.get(found[0], {}):
+        return {"file": found[0], "forward": f"{found[1]}.forward"}
+    return None
+
+
+def _language_model(rel: _Release, file: str, cls: str) -> tuple[str, str] | None:
+    """The class a multimodal wrapper builds as ``self.language_model``: named directly
+    (sglang 0.5.21 ``gemma4_mm.py:242`` ``Gemma4TextModel(...)``), by a factory's keyword
+    (vllm 0.28.0 ``qwen2_5_vl.py:1372-1376`` ``init_vllm_registered_model(...,
+    architectures=["Qwen2ForCausalLM"])``) or by a constructor argument. vLLM's
+    ``SupportsEagle3`` routes its setter and default through ``get_language_model()``
+    (0.28.0 ``interfaces.py:1566-1578``), SGLang wrappers write
+    ``self.language_model.layers_to_capture`` (``gemma4_mm.py:1125``)."""
+    owners = [(file, cls), *_bases_where(rel, file, cls)]
+    for owner in owners:
+        built = rel.modules[owner[0]].attribute_class(owner[1], "language_model")
+        if built:
+            return (
+                rel.find_class(built, owner[0])
+                or _factory_built(rel, owner, "language_model")
+                or _class_argument(rel, owners, built)
+            )
+    return None
 
 
 def _stack_forward(rel: _Release, where: tuple[str, str]) -> tuple[str, str] | None:
