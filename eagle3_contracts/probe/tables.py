@@ -231,7 +231,35 @@ def _placement_of(
     if len(own) == 1:
         (key,) = own
         return {"file": file, "forward": key}
-    return {"ambiguous": f"no single decoder-stack forward found for {cls} (self.model = {inner})"}
+    built = _run_time_language_model(rel, file, cls)
+    why = f"; self.language_model is built at {built}" if built else ""
+    return {
+        "ambiguous": f"no single decoder-stack forward found for {cls} (self.model = {inner})" + why
+    }
+
+
+def _run_time_language_model(rel: _Release, file: str, cls: str) -> str | None:
+    """``file:line call`` of a ``self.language_model = factory(...)`` that names no class: the
+    run-time config chooses it (vllm 0.28.0 ``llava.py``: ``init_vllm_registered_model(...,
+    hf_config=config.text_config)``, the target's ``text_config.architectures``)."""
+    for owner in [(file, cls), *_bases_where(rel, file, cls)]:
+        init = rel.modules[owner[0]].method(owner[1], "__init__")
+        for node in ast.walk(init) if init is not None else ():
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and ast.unparse(node.targets[0]) == "self.language_model"
+                and isinstance(node.value, ast.Call)
+            ):
+                keywords = ", ".join(
+                    f"{k.arg}={ast.unparse(k.value)}" for k in node.value.keywords if k.arg
+                )
+                call = ast.unparse(node.value.func).rsplit(".", 1)[-1]
+                return (
+                    f"{owner[0]}:{node.lineno} by {call}({keywords}): the class is chosen from "
+                    "the run-time config"
+                )
+    return None
 
 
 def _stack_placement(

@@ -105,6 +105,9 @@ def test_vllm_wrapper_with_a_run_time_language_model_stays_unknown(tmp_path):
     row = _build(tmp_path, VLLM, files)["classes"]["vl.py:VLForConditionalGeneration"]
     assert row["needs_reading"] == [
         "no single decoder-stack forward found for VLForConditionalGeneration (self.model = None)"
+        "; self.language_model is built at vl.py:9 by init_vllm_registered_model("
+        "vllm_config=vllm_config, hf_config=config.text_config): the class is chosen from the "
+        "run-time config"
     ]
 
 
