@@ -345,6 +345,11 @@ class _Context:
         why = registry.refusal(self.draft) if registry is not None else None
         if why is None:
             return None
+        notes = list(self.notes)
+        found = self._entry_class()  # the row still names the target's model file
+        if isinstance(found, str):
+            self.entry, self.model_file = found, self.table.classes[found].file
+        self.notes[:] = notes
         self.notes.append(f"{self.release} cannot load this drafter: {why}")
         return self._feed(
             "crash", (), None, "unloadable-drafter", registry.source if registry else ""
