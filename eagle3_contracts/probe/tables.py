@@ -245,10 +245,17 @@ def _run_time_language_model(rel: _Release, file: str, cls: str) -> str | None:
     for owner in [(file, cls), *_bases_where(rel, file, cls)]:
         init = rel.modules[owner[0]].method(owner[1], "__init__")
         for node in ast.walk(init) if init is not None else ():
+            target = (
+                node.targets[0]
+                if isinstance(node, ast.Assign) and len(node.targets) == 1
+                else node.target
+                if isinstance(node, ast.AnnAssign)  # vllm 0.28.0 gemma4_mm.py:1107
+                else None
+            )
             if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and ast.unparse(node.targets[0]) == "self.language_model"
+                target is not None
+                and isinstance(node, (ast.Assign, ast.AnnAssign))
+                and ast.unparse(target) == "self.language_model"
                 and isinstance(node.value, ast.Call)
             ):
                 keywords = ", ".join(

@@ -94,12 +94,19 @@ def test_vllm_wrapper_is_placed_on_its_language_models_stack(tmp_path, factory):
     assert entry.placement is not None and entry.placement.boundary_exact
 
 
-def test_vllm_wrapper_with_a_run_time_language_model_stays_unknown(tmp_path):
+@pytest.mark.parametrize("annotated", [False, True])
+def test_vllm_wrapper_with_a_run_time_language_model_stays_unknown(tmp_path, annotated):
+    """vllm 0.28.0 llava.py builds it from hf_config=config.text_config; gemma4_mm.py:1107
+    annotates the attribute (``self.language_model: Gemma4ForCausalLM = ...``), which decides
+    nothing."""
     factory = "init_vllm_registered_model(vllm_config=vllm_config, hf_config=config.text_config)"
+    wrapper = VLLM_WRAPPER.format(factory=factory)
+    if annotated:
+        wrapper = wrapper.replace("self.language_model =", "self.language_model: Llama =")
     files = {
         "interfaces.py": INTERFACES,
         "llama.py": LLAMA,
-        "vl.py": VLLM_WRAPPER.format(factory=factory),
+        "vl.py": wrapper,
         "registry.py": VLLM_REGISTRY,
     }
     row = _build(tmp_path, VLLM, files)["classes"]["vl.py:VLForConditionalGeneration"]
