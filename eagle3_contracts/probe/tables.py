@@ -27,7 +27,7 @@ from typing import Any
 
 from eagle3_contracts.probe import readings, runner
 from eagle3_contracts.probe.frameworks import FrameworkSpec
-from eagle3_contracts.probe.idsource import find_readers, probe_reader
+from eagle3_contracts.probe.idsource import default_only_readers, find_readers, probe_reader
 from eagle3_contracts.probe.placement import (
     CAPTURE_FLAG,
     CAPTURE_SETS,
@@ -428,6 +428,7 @@ def _id_source(spec: FrameworkSpec, root: Path) -> dict[str, Any]:
             row = probe_reader(func, cls, rel_path)
             row["file"] = rel_path
             rows.append(row)
+        rows += default_only_readers(tree, rel_path, (spec.setter,), spec.default_getters)
     evaluated = [r for r in rows if "precedence" in r]
     out: dict[str, Any] = {"readers": rows}
     out["precedence"] = evaluated[0]["precedence"] if evaluated else None
@@ -620,8 +621,12 @@ def _entry(
 ) -> dict[str, Any] | None:
     spec = rel.spec
     is_vllm = spec.registry_file is not None
-    if is_vllm and "SupportsEagle3" not in rel.mro_names(file, cls):
-        return None
+    if (
+        is_vllm
+        and "SupportsEagle3" not in rel.mro_names(file, cls)
+        and rel.resolve_method(file, cls, spec.setter) is None
+    ):
+        return None  # before SupportsEagle3 (vllm 0.10.0) a class defining the setter serves
     where = rel.resolve_method(file, cls, spec.setter)
     if where is None and not is_vllm:
         return None
