@@ -311,6 +311,11 @@ class _Context:
         found = self._method_row(method)
         if isinstance(found, Feed):
             return found
+        if explicit_ids is None and methods.engine_method(method, self.release) is None:
+            # an EAGLE-3 drafter (or a variant loaded as one): the release's own registry
+            refused = None if method.block else self._unloadable_drafter()
+            if refused is not None:
+                return refused
         if self.block and self.table.framework is Framework.SGLANG:
             return self._block_sglang(method)
         checked = self._readable_row()
@@ -363,7 +368,7 @@ class _Context:
         fmt = row.only_format
         if not row.loads or (fmt is not None and self.draft.get(fmt[0]) != fmt[1]):
             self.notes.append(f"{self.release} cannot load a {method.label} drafter: {row.drafter}")
-            return self._feed("crash", (), None, "drafter-unregistered", row.drafter)
+            return self._feed("crash", (), None, "unloadable-drafter", row.drafter)
         self.block = method.block
         if self.block and self.table.framework is Framework.VLLM:
             self.fc_states, self.fc_source = methods.vllm_fc_states(self.draft)
@@ -440,6 +445,23 @@ class _Context:
         self.fc_states, self.fc_source = read.fc_states, methods.SGLANG_FC
         source = f"{self._class_source(row)}; {read.source}; {placement.describe()}"
         return self._collect(row, placement, list(read.elements), source, fed)
+
+    def _unloadable_drafter(self) -> Feed | None:
+        """``crash`` (unloadable-drafter) when the release's own registry cannot build the
+        drafter its config names (``ReleaseTable.drafters``), before any capture is read."""
+        registry = self.table.drafters
+        why = registry.refusal(self.draft) if registry is not None else None
+        if why is None:
+            return None
+        notes = list(self.notes)
+        found = self._entry_class()  # the row still names the target's model file
+        if isinstance(found, str):
+            self.entry, self.model_file = found, self.table.classes[found].file
+        self.notes[:] = notes
+        self.notes.append(f"{self.release} cannot load this drafter: {why}")
+        return self._feed(
+            "crash", (), None, "unloadable-drafter", registry.source if registry else ""
+        )
 
     def _readable_row(self) -> tuple[EntryClass, SelectionRule, Placement] | Feed:
         """The target's entry class (and, for vLLM, the runner), when its rule and placement
@@ -733,17 +755,14 @@ class _Context:
                 f"'{self.release}:v1' or ':v2')",
                 f"{self.table.path} runner",
             )
-        if rule.default is RunnerDefault.V2_FOR_ARCHITECTURES:
-            archs = rule.v2_architectures
-            hit = [a for a in self.target.architectures if a in archs]
-            moe = self.target.is_moe
-            quant = self.target.quantized
-            runner = "v2" if hit and not moe and not quant else "v1"
-            why = (
-                f"V2 only for {sorted(archs)} when dense and unquantised; this target: "
-                f"{', '.join(self.target.architectures) or '?'}"
-                + (", MoE" if moe else "")
-                + (", quantised" if quant else "")
+        picked = rule.pick(self.target.architectures, self.target.is_moe, self.target.quantized)
+        if picked is not None:
+            runner, why = picked
+        elif rule.default is RunnerDefault.V2_BY_CASE:
+            return self._unknown(
+                f"{self.release}: the default model runner for this target was not evaluated "
+                f"(name it: '{self.release}:v1' or ':v2')",
+                rule.v2_cases_from or rule.source,
             )
         else:
             runner = rule.default.value

@@ -381,6 +381,18 @@ class RunnerDefault(str, Enum):
     V1 = "v1"
     V2 = "v2"
     V2_FOR_ARCHITECTURES = "v2-for-architectures"  # V2 for listed dense, unquantised archs
+    V2_BY_CASE = "v2-by-case"  # V2 where the release's own predicate says so (``v2_cases``)
+
+
+def runner_case(listed: bool, moe: bool, quantized: bool) -> str:
+    """The key of one target shape in ``RunnerRule.v2_cases``: ``"listed dense plain"``..."""
+    return " ".join(
+        (
+            "listed" if listed else "unlisted",
+            "moe" if moe else "dense",
+            "quantized" if quantized else "plain",
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -391,7 +403,112 @@ class RunnerRule:
     available: tuple[str, ...]  # ("v1", "v2")
     source: str
     assumes: str = ""  # what the default assumes of the host
-    v2_architectures: frozenset[str] = frozenset()  # for V2_FOR_ARCHITECTURES
+    v2_architectures: frozenset[str] = frozenset()  # for V2_FOR_ARCHITECTURES and V2_BY_CASE
+    v2_cases: Mapping[str, bool] = field(default_factory=dict)  # runner_case -> V2 (V2_BY_CASE)
+    v2_cases_from: str = ""  # file:line of the predicate the cases were evaluated from
+
+    def pick(
+        self, architectures: Sequence[str], moe: bool, quantized: bool
+    ) -> tuple[str, str] | None:
+        """(runner, why) for a target, when the default depends on it; None otherwise."""
+        listed = any(a in self.v2_architectures for a in architectures)
+        shape = (
+            f"{', '.join(architectures) or '?'}"
+            + (", MoE" if moe else "")
+            + (", quantised" if quantized else "")
+        )
+        if self.default is RunnerDefault.V2_FOR_ARCHITECTURES:
+            runner = "v2" if listed and not moe and not quantized else "v1"
+            return runner, (
+                f"V2 only for {sorted(self.v2_architectures)} when dense and unquantised; "
+                f"this target: {shape}"
+            )
+        if self.default is RunnerDefault.V2_BY_CASE:
+            v2 = self.v2_cases.get(runner_case(listed, moe, quantized))
+            if v2 is None:
+                return None
+            return ("v2" if v2 else "v1"), (
+                f"{self.v2_cases_from} evaluated for this target ({shape}; "
+                f"{'' if listed else 'not '}in {sorted(self.v2_architectures)}): "
+                f"{'V2' if v2 else 'V1'}"
+            )
+        return None
+
+
+class DrafterNameMap(str, Enum):
+    """How a release renames a drafter's ``architectures`` before its registry lookup (vLLM
+    ``transformers_utils/configs/eagle.py`` ``EAGLEConfig``, method eagle3; SGLang: as given)."""
+
+    IDENTITY = "identity"
+    PREFIX_UNLESS_MARKED = "eagle3-prefix-unless-marked"  # X -> Eagle3X unless X starts/ends so
+    PREFIX_UNLESS_PREFIXED = "eagle3-prefix-unless-prefixed"  # X -> Eagle3X unless X starts so
+    PREFIX = "eagle3-prefix"  # X -> Eagle3X always
+
+    def apply(self, name: str) -> str:
+        if self is DrafterNameMap.IDENTITY:
+            return name
+        keep = {
+            DrafterNameMap.PREFIX_UNLESS_MARKED: name.startswith("Eagle3")
+            or name.endswith("Eagle3"),
+            DrafterNameMap.PREFIX_UNLESS_PREFIXED: name.startswith("Eagle3"),
+            DrafterNameMap.PREFIX: False,
+        }[self]
+        return name if keep else f"Eagle3{name}"
+
+
+@dataclass(frozen=True)
+class DrafterRegistry:
+    """Which EAGLE-3 drafters a release can load (``probe.registry``, the table's ``drafters``)."""
+
+    registered: frozenset[str]  # names (after name_map) that build an EAGLE-3 drafter
+    name_map: DrafterNameMap | None  # None: the rename was not read (no verdict)
+    source: str  # file:line of the lookup and the rename
+    speculators: Mapping[str, Any] | None = None  # {"types", "eagle3", "default_model_type",
+    # "source"}; None: the release reads no speculators format
+    fallback: str = ""  # what an unregistered name falls back to (SGLang's Transformers class)
+
+    def refusal(self, draft: Mapping[str, Any]) -> str | None:
+        """Why the release cannot load the drafter ``draft`` (its config.json), else None (it
+        loads, or the registry was not read)."""
+        if self.name_map is None:
+            return None
+        spec = self.speculators
+        kind = draft.get("speculators_model_type")
+        archs = [a for a in draft.get("architectures") or () if isinstance(a, str)]
+        if kind is not None and spec is not None:
+            if kind not in spec.get("types", ()):
+                return (
+                    f"speculators_model_type {kind!r} is not a format it reads (it reads "
+                    f"{', '.join(spec.get('types', ())) or 'none'}; {spec.get('source', '')})"
+                )
+            if kind != "eagle3":
+                return None
+            layer = draft.get("transformer_layer_config")
+            model_type = (layer if isinstance(layer, Mapping) else {}).get(
+                "model_type", spec.get("default_model_type")
+            )
+            mapped = spec.get("fixed") or spec.get("eagle3", {}).get(model_type)
+            if mapped is None and not spec.get("eagle3"):
+                return None  # the updater's architecture was not read: no verdict
+            if mapped is None:
+                return (
+                    f"its speculators eagle3 reader maps transformer_layer_config.model_type "
+                    f"{', '.join(sorted(spec.get('eagle3', {})))} only, this drafter's is "
+                    f"{model_type!r}: ValueError at start-up ({spec.get('source', '')})"
+                )
+            archs = [mapped]
+        if not archs:
+            return None
+        looked_up = [self.name_map.apply(a) for a in archs]
+        if any(a in self.registered for a in looked_up):
+            return None
+        renamed = "" if looked_up == archs else f" (looked up as {', '.join(looked_up)})"
+        fallback = f", falls back to {self.fallback}" if self.fallback else ""
+        return (
+            f"the drafter's architectures {', '.join(archs)}{renamed} name no EAGLE-3 drafter it "
+            f"registers{fallback}; it registers {', '.join(sorted(self.registered)) or 'none'} "
+            f"({self.source})"
+        )
 
 
 # -- a release ----------------------------------------------------------------------------------
@@ -418,6 +535,7 @@ class ReleaseTable:
     drafter_flags: Mapping[str, int | None] = field(default_factory=dict)
     # flag -> first line of drafter_file naming it; None: the release ignores the flag
     stored_at: str = ""  # the user-cache file of a table probed on demand ("" when shipped)
+    drafters: DrafterRegistry | None = None  # which drafters it loads (None: not probed)
 
     @property
     def release(self) -> str:
@@ -517,11 +635,26 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
             source=runner.get("source", ""),
             assumes=runner.get("assumes", ""),
             v2_architectures=frozenset(runner.get("v2_architectures", ())),
+            v2_cases=dict(runner.get("v2_cases", {})),
+            v2_cases_from=runner.get("v2_cases_from", ""),
         ),
         grids=grids,
         drafter_file=data.get("drafter_flags", {}).get("file", ""),
         drafter_flags=dict(data.get("drafter_flags", {}).get("reads", {})),
         stored_at=str(data.get("stored_at", "")),
+        drafters=_drafters(data.get("drafters")),
+    )
+
+
+def _drafters(data: Mapping[str, Any] | None) -> DrafterRegistry | None:
+    if data is None:
+        return None
+    return DrafterRegistry(
+        registered=frozenset(data.get("registered", ())),
+        name_map=_enum_or_none(DrafterNameMap, data.get("name_map")),
+        source=data.get("source", ""),
+        speculators=data.get("speculators"),
+        fallback=data.get("fallback", ""),
     )
 
 
@@ -597,7 +730,7 @@ shared between releases (``probe.tables.compact``)."""
 
 WHOLE_SECTIONS: tuple[str, ...] = (
     "architectures", "unsupported_architectures", "id_source", "runner", "drafter_flags",
-    "grid", "sources",
+    "grid", "sources", "drafters",
 )  # fmt: skip
 """Sections shared whole (``shared[WHOLE][digest]``) when several releases have them equal
 (a registry, a reader, the read files' hashes of a post-release)."""

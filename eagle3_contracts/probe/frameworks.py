@@ -24,6 +24,7 @@ class FrameworkSpec:
     default_getters: tuple[str, ...]  # methods returning the no-ids default
     runner_file: str | None = None  # where the default model runner is chosen (vLLM)
     keep_metadata: bool = False  # also keep the wheel's METADATA (a trainer's engine pin)
+    drafter_files: tuple[str, ...] = ()  # where drafters are resolved (probe.registry)
 
 
 _MANYLINUX = tuple(
@@ -65,6 +66,11 @@ SGLANG = FrameworkSpec(
     select_functions=("set_eagle3_layers_to_capture",),
     setter="set_eagle3_layers_to_capture",
     default_getters=(),
+    drafter_files=(
+        "sglang/srt/speculative/eagle_worker.py",
+        "sglang/srt/speculative/eagle_worker_v2.py",
+        "sglang/srt/models/registry.py",
+    ),
 )
 
 VLLM = FrameworkSpec(
@@ -90,6 +96,10 @@ VLLM = FrameworkSpec(
         "get_eagle3_aux_hidden_state_layers",
     ),
     runner_file="vllm/config/vllm.py",
+    drafter_files=(
+        "vllm/transformers_utils/configs/eagle.py",
+        "vllm/transformers_utils/configs/speculators/algos.py",
+    ),
 )
 
 FRAMEWORKS: dict[str, FrameworkSpec] = {spec.name: spec for spec in (SGLANG, VLLM)}
@@ -140,4 +150,10 @@ def wanted(spec: FrameworkSpec, member: str) -> bool:
         return member in spec.reader_files
     if member.startswith(spec.model_dir) and "/" not in member[len(spec.model_dir) :]:
         return True
-    return member in (*spec.reader_files, *spec.helper_files, spec.registry_file, spec.runner_file)
+    return member in (
+        *spec.reader_files,
+        *spec.helper_files,
+        *spec.drafter_files,
+        spec.registry_file,
+        spec.runner_file,
+    )

@@ -313,3 +313,39 @@ def probe_reader(func: ast.FunctionDef, class_name: str | None, file: str) -> di
 def find_readers(tree: ast.Module) -> list[tuple[ast.FunctionDef, str | None]]:
     """Every function (module level or method) whose body mentions the ids key."""
     return [(f.node, f.class_name) for f in iter_functions(tree) if _mentions_key(f.node)]
+
+
+def default_only_readers(
+    tree: ast.Module, file: str, setters: tuple[str, ...], getters: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """A runner that reads no draft field and hands the model's own default to its setter,
+    ``self.model.set_aux_hidden_state_layers(self.model.get_eagle3_aux_hidden_state_layers())``
+    (vllm 0.10.0 ``v1/worker/gpu_model_runner.py:1888-1889``): one reader row per such call,
+    with an empty precedence (every id field is ignored, the model's default is fed). None when
+    the file reads the ids key anywhere (its readers are probed instead)."""
+    if find_readers(tree):
+        return []
+    rows = []
+    for found in iter_functions(tree):
+        for node in ast.walk(found.node):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in setters
+                and len(node.args) == 1
+                and isinstance(node.args[0], ast.Call)
+                and isinstance(node.args[0].func, ast.Attribute)
+                and node.args[0].func.attr in getters
+            ):
+                rows.append(
+                    {
+                        "evaluated": f"line {node.lineno}: the setter gets "
+                        f"{node.args[0].func.attr}(), no draft field",
+                        "file": file,
+                        "function": f"{found.qualname} (no draft field)",
+                        "line": node.lineno,
+                        "precedence": [],
+                        "sites": [],
+                    }
+                )
+    return rows

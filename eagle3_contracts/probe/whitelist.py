@@ -92,12 +92,14 @@ def _bound_names(node: ast.AST) -> set[str]:
 def check_pure(tree: ast.AST, *, free_names: Iterable[str] = ()) -> Rejection | None:
     """Return None when ``tree`` is a pure selection, else the first ``Rejection``.
 
-    ``free_names`` are names the caller will bind to stubs (a snippet's inputs); a function's
-    own parameters are bound automatically.
+    ``free_names`` are names the caller will bind to stubs or to values it computed from the
+    release's own module-level constants (a snippet's inputs, ``compile_pure``'s
+    ``bindings``); a function's own parameters are bound automatically.
     """
     if isinstance(tree, ast.FunctionDef):
         tree = strip_for_compile(tree)
-    bound = _bound_names(tree) | set(free_names)
+    free = set(free_names)
+    bound = _bound_names(tree) | free
     stub_roots = bound  # calls are allowed only on values we pass in or build ourselves
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -112,7 +114,7 @@ def check_pure(tree: ast.AST, *, free_names: Iterable[str] = ()) -> Rejection | 
             if node.id not in allowed:
                 return Rejection(line, f"global name {node.id!r} (module state, import or call)")
         if isinstance(node, ast.Call):
-            reason = _check_call(node, stub_roots)
+            reason = _check_call(node, stub_roots, free)
             if reason:
                 return Rejection(line, reason)
         if isinstance(node, ast.Raise) and node.exc is not None:
@@ -122,11 +124,11 @@ def check_pure(tree: ast.AST, *, free_names: Iterable[str] = ()) -> Rejection | 
     return None
 
 
-def _check_call(node: ast.Call, stub_roots: set[str]) -> str | None:
+def _check_call(node: ast.Call, stub_roots: set[str], free: set[str]) -> str | None:
     func = node.func
     if isinstance(func, ast.Name):
-        if func.id in SAFE_EXCEPTIONS:
-            return None
+        if func.id in SAFE_EXCEPTIONS or func.id in free:
+            return None  # a free name is a stub or a binding the caller supplies
         if func.id not in SAFE_BUILTINS:
             return f"call of {func.id!r}"
         if func.id in ("getattr", "hasattr", "setattr"):
@@ -204,14 +206,21 @@ def _sandbox_globals() -> dict[str, Any]:
     return {"__builtins__": table}
 
 
-def compile_pure(func: ast.FunctionDef, *, source_name: str) -> Callable[..., Any]:
-    """Compile a function that passed ``check_pure`` on its own, in the restricted sandbox."""
-    rejection = check_pure(func)
+def compile_pure(
+    func: ast.FunctionDef, *, source_name: str, bindings: dict[str, Any] | None = None
+) -> Callable[..., Any]:
+    """Compile a function that passed ``check_pure`` on its own, in the restricted sandbox.
+
+    ``bindings``: module-level names the function reads, bound to values the caller computed
+    (a release's constant read as a literal, a stub); nothing else of the module is reachable.
+    """
+    bindings = bindings or {}
+    rejection = check_pure(func, free_names=bindings)
     if rejection is not None:
         raise ValueError(f"not a pure selection: {rejection.render(source_name)}")
     clean = strip_for_compile(func)
     clean.name = "_probed"
-    namespace = _sandbox_globals()
+    namespace = {**_sandbox_globals(), **bindings}
     code = compile(ast.Module(body=[clean], type_ignores=[]), source_name, "exec")
     exec(code, namespace)  # defines the function only; nothing in its body runs here
     probed: Callable[..., Any] = namespace["_probed"]

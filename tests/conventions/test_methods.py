@@ -151,7 +151,7 @@ def test_dspark_on_vllm_reads_dflash_ids_plus_one() -> None:
 
 def test_domino_cannot_load_on_vllm() -> None:
     feed = predict_feed(VL, _load("specforge-qwen3-8b-domino.json"), QWEN3_8B)
-    assert (feed.kind, feed.crash) == ("crash", "drafter-unregistered")
+    assert (feed.kind, feed.crash) == ("crash", "unloadable-drafter")
     assert "projector_type" in feed.source
 
 
@@ -166,10 +166,10 @@ def test_dflash2_on_a_64_layer_qwen3() -> None:
 def test_peagle_needs_the_speculators_format() -> None:
     draft = _load("specforge-qwen3-8b-peagle.json")
     sg = predict_feed(SG, draft, QWEN3_8B)
-    assert (sg.kind, sg.crash) == ("crash", "drafter-unregistered")  # no EntryClass in srt/models
+    assert (sg.kind, sg.crash) == ("crash", "unloadable-drafter")  # no EntryClass in srt/models
     vl = predict_feed(VL, draft, QWEN3_8B)
     # eagle.py:55-64 renames it Eagle3PEagleDraftModel, which registry.py does not list
-    assert (vl.kind, vl.crash) == ("crash", "drafter-unregistered")
+    assert (vl.kind, vl.crash) == ("crash", "unloadable-drafter")
     speculators = {
         "speculators_model_type": "peagle",
         "architectures": ["PeagleLlamaForCausalLM"],
@@ -390,7 +390,7 @@ def test_cli_stamp_records_the_method_taps(
     stamp = json.loads((tmp_path / "config.json").read_text())["eagle3_contract"]
     assert stamp["layer_ids"] == [1, 9, 17, 25, 33]
     code, out, _ = _cli(capsys, "check", str(tmp_path), "--target", target, "--serve-with", VL)
-    assert code == 1 and "drafter-unregistered" in out  # vllm 0.33.0 has no Domino projector
+    assert code == 1 and "unloadable-drafter" in out  # vllm 0.33.0 has no Domino projector
 
 
 def test_dspark_on_a_target_with_its_own_dspark_hook_is_unknown() -> None:

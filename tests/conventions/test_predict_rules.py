@@ -482,6 +482,7 @@ def test_a_runner_the_release_lacks_is_unknown() -> None:
 
 
 V22 = "vllm/config/vllm.py:493 use_v2_model_runner"
+V22_CASES = "vllm/config/vllm.py:518 _is_default_v2_model_runner_model"
 
 
 @pytest.mark.parametrize(
@@ -502,9 +503,11 @@ def test_vllm_0_22_0_runs_v2_only_for_dense_unquantised_listed_architectures(
 ) -> None:
     feed = predict_feed("vllm==0.22.0", top(3, 19, 34), target)
     assert feed.runner == runner
+    listed = "" if this.startswith("Qwen3ForCausalLM") else "not "
     assert feed.assumptions == (
-        f"runner {runner} (the release's default: V2 only for ['Qwen3ForCausalLM'] when dense and "
-        f"unquantised; this target: {this}; {V22}); name another with 'vllm==0.22.0:v1' or ':v2'",
+        f"runner {runner} (the release's default: {V22_CASES} evaluated for this target ({this}; "
+        f"{listed}in ['Qwen3ForCausalLM']): {runner.upper()}; {V22}); name another with "
+        "'vllm==0.22.0:v1' or ':v2'",
     )
     reader = "eagle3_utils.py:35" if runner == "v2" else "gpu_model_runner.py:5225"
     assert reader in feed.source
@@ -1465,7 +1468,7 @@ def test_vllm_0_22_0_names_every_target_architecture() -> None:
     target = {**QWEN3, "architectures": ["Qwen3ForCausalLM", "Qwen3Model"]}
     feed = predict_feed("vllm==0.22.0", top(3, 19, 34), target)
     assert feed.runner == "v2"
-    assert "this target: Qwen3ForCausalLM, Qwen3Model; " in feed.assumptions[0]
+    assert "for this target (Qwen3ForCausalLM, Qwen3Model; in " in feed.assumptions[0]
 
 
 def test_fc_skipped_json_form() -> None:
