@@ -113,8 +113,8 @@ class Acceptance:
         return (c.served_hits, c.served_drafts) if served else (c.hits, c.anchors)
 
     def to_dict(self) -> dict[str, object]:
-        def rate(r: Rate) -> dict[str, float]:
-            return {"value": round(r.value, 4), "ci95": round(r.half_width, 4)}
+        def rate(r: Rate) -> dict[str, float | None]:
+            return {"value": finite(r.value), "ci95": finite(r.half_width)}
 
         return {
             "wiring": list(self.wiring),
@@ -132,6 +132,11 @@ class Acceptance:
                 "accept_length": rate(self.accept_length(served=True)),
             },
         }
+
+
+def finite(x: float) -> float | None:
+    """``x`` rounded for JSON, ``None`` where undefined: JSON has no NaN."""
+    return round(x, 4) if math.isfinite(x) else None
 
 
 def paired_gap(a: Acceptance, b: Acceptance, *, position: int | None = 0) -> Rate:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle3_contracts.acceptance.measure import Acceptance, Rate, paired_gap
+from eagle3_contracts.acceptance.measure import Acceptance, Rate, finite, paired_gap
 from eagle3_contracts.acceptance.wiring import ServedRow, Trained, describe
 
 COSTS, SAME, NOISE, NOT_RUN = "COSTS", "ok", "within noise", "NOT RUN"
@@ -29,7 +29,9 @@ class Row:
 
     @property
     def relative_cost(self) -> float | None:
-        return None if self.gap is None or self.base is None else self.gap.value / self.base
+        if self.gap is None or not self.base:
+            return None
+        return self.gap.value / self.base
 
     base: float | None = None  # the trained first-draft agreement
 
@@ -96,12 +98,13 @@ class AcceptReport:
             if r.verdict == SAME:
                 lines.append("    = the trained layers: ok")
             else:
-                assert r.gap is not None and r.relative_cost is not None
+                assert r.gap is not None
                 rate, base_rate = r.acceptance.chain_rate().value, t.chain_rate().value
+                share = "" if r.relative_cost is None else f" ({-r.relative_cost:+.0%})"
+                change = f" ({rate / base_rate - 1:+.0%})" if base_rate else ""
                 lines.append(
-                    f"    cost: first-draft agreement {-r.gap.value:+.3f} ± {r.gap.half_width:.3f} "
-                    f"({-r.relative_cost:+.0%}), accept rate {base_rate:.3f} -> {rate:.3f} "
-                    f"({rate / base_rate - 1:+.0%}), accept length "
+                    f"    cost: first-draft agreement {-r.gap.value:+.3f} ± {r.gap.half_width:.3f}"
+                    f"{share}, accept rate {base_rate:.3f} -> {rate:.3f}{change}, accept length "
                     f"{t.accept_length().value:.2f} -> {r.acceptance.accept_length().value:.2f}: "
                     f"{r.verdict}"
                 )
@@ -120,8 +123,8 @@ class AcceptReport:
                 "acceptance": r.acceptance.to_dict() if r.acceptance else None,
                 "gap_first": None
                 if r.gap is None
-                else {"value": round(r.gap.value, 4), "ci95": round(r.gap.half_width, 4)},
-                "relative_cost": None if r.relative_cost is None else round(r.relative_cost, 4),
+                else {"value": finite(r.gap.value), "ci95": finite(r.gap.half_width)},
+                "relative_cost": None if r.relative_cost is None else finite(r.relative_cost),
             }
 
         return {

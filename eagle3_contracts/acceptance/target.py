@@ -12,14 +12,16 @@ position has its state and the target's greedy token after it, with no second fo
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
 from eagle3_contracts.capture.hooks import decoder_layers, final_norm, layer_hooks, stream_of_output
-from eagle3_contracts.errors import ContractError
+from eagle3_contracts.errors import ConfigError, ContractError
 
 FINAL = "final"
 """A fed state no canonical id names: the target's last state after its final norm."""
@@ -125,3 +127,54 @@ def run_targets(
 def fed_states(batch: TargetBatch, wiring: tuple[StateId, ...]) -> Tensor:
     """The concatenated states one wiring feeds, in its order: ``[B, T, len(wiring) * H]``."""
     return torch.cat([batch.states[i] for i in wiring], dim=-1)
+
+
+_LAYER_KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+
+
+def check_target_weights(
+    folder: Path, num_layers: int, hidden_size: int, vocab_size: int | None
+) -> None:
+    """The target's weights hold what its config claims, read from the safetensors headers
+    before anything is loaded (``ConfigError`` naming the config field): transformers fills
+    missing layers at random and re-initialises mismatched tensors, and a measurement on them
+    would be a false figure."""
+    from safetensors import safe_open
+
+    held: dict[str, list[int]] = {}
+    for file in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="pt") as fh:
+                held.update({k: list(fh.get_slice(k).get_shape()) for k in fh.keys()})  # noqa: SIM118
+        except Exception:  # an unreadable file is named when the model loads
+            return
+    layers = {int(m.group(1)) for key in held if (m := _LAYER_KEY.search(key))}
+    if layers and max(layers) + 1 < num_layers:
+        raise ConfigError(
+            f"num_hidden_layers is {num_layers} but the weights hold layers 0-{max(layers)} "
+            f"only: transformers would fill layers {max(layers) + 1}-{num_layers - 1} at "
+            "random; set num_hidden_layers to the checkpoint's depth",
+            source=str(folder),
+            field="num_hidden_layers",
+        )
+    embed = next((s for k, s in held.items() if k.endswith("embed_tokens.weight")), None)
+    if embed is not None and len(embed) == 2 and embed != [vocab_size or embed[0], hidden_size]:
+        which = "hidden_size" if embed[1] != hidden_size else "vocab_size"
+        raise ConfigError(
+            f"{which} disagrees with the weights: the embedding is {embed[0]} x {embed[1]}, the "
+            f"config says vocab_size {vocab_size} x hidden_size {hidden_size}",
+            source=str(folder),
+            field=which,
+        )
+
+
+def check_finite(model: nn.Module, source: str) -> None:
+    """Every floating weight of the loaded target is finite (``ConfigError`` naming it)."""
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if param.is_floating_point() and not bool(param.isfinite().all()):
+                raise ConfigError(
+                    f"{name} holds NaN or infinite values: the checkpoint is damaged",
+                    source=source,
+                    field=name,
+                )

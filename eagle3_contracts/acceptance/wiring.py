@@ -53,6 +53,10 @@ def trained_wiring(
 
     claim = claim_source(draft, trained_with)
     if claim.kind == "stamp" and claim.stamp is not None:
+        from eagle3_contracts.config.readers import read_target_config
+
+        facts = read_target_config(target_config)
+        claim.stamp.check_target(facts.num_layers, facts.hidden_size, claim.detail)
         return Trained(tuple(claim.stamp.contract.layer_ids), claim.describe())
     if claim.trained_with:
         plan = resolve(draft, target_config, claim.trained_with)

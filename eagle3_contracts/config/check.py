@@ -566,14 +566,7 @@ def _stamp_plan(
         note += f" (--trained-with {trained_with} ignored: the stamp is read first)"
     notes.append(note)
     trained = stamp.contract
-    if (trained.num_layers, trained.hidden_size) != (target.num_layers, target.hidden_size):
-        raise ConfigError(
-            f"the drafter's stamp was made for a {trained.num_layers} x {trained.hidden_size} "
-            f"target, this target is {target.num_layers} x {target.hidden_size}: check it "
-            "against the target it was trained on, or re-stamp it",
-            source=draft_cfg.source,
-            field="eagle3_contract",
-        )
+    stamp.check_target(target.num_layers, target.hidden_size, draft_cfg.source)
     return CapturePlan(
         system=f"stamp ({stamp.trained_with or 'unnamed trainer'})",
         num_layers=trained.num_layers,
