@@ -202,7 +202,7 @@ def chunks(prompts: Iterable[list[int]], new_tokens: int, budget: int) -> Iterat
 
 
 def check_wiring(drafter: Eagle3Drafter, wiring: Wiring, num_layers: int) -> Wiring:
-    from eagle3_contracts.acceptance.target import FINAL
+    from eagle3_contracts.acceptance.target import FINAL, ZERO
 
     if len(wiring) != drafter.shape.num_states:
         raise ContractError(
@@ -211,9 +211,10 @@ def check_wiring(drafter: Eagle3Drafter, wiring: Wiring, num_layers: int) -> Wir
             field="wiring",
         )
     for i in wiring:
-        if i != FINAL and not (isinstance(i, int) and -1 <= i < num_layers):
+        if i not in (FINAL, ZERO) and not (isinstance(i, int) and -1 <= i < num_layers):
             raise ContractError(
-                f"state {i!r} is not a canonical id in [-1, {num_layers - 1}] or {FINAL!r}",
+                f"state {i!r} is not a canonical id in [-1, {num_layers - 1}], {FINAL!r} or "
+                f"{ZERO!r}",
                 field="wiring",
             )
     return tuple(wiring)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import torch
 
 from eagle3_contracts.acceptance.drafter import check_against_target, load_drafter
 from eagle3_contracts.acceptance.measure import measure
+from eagle3_contracts.acceptance.observed import Observed, candidates, explain
 from eagle3_contracts.acceptance.prompts import greedy_prompts, read_prompts, tokenizer_encoder
 from eagle3_contracts.acceptance.report import AcceptReport, judge
 from eagle3_contracts.acceptance.target import check_finite, check_target_weights
@@ -80,9 +81,14 @@ def accept(
     k: int = 4,
     new_tokens: int = 64,
     device: str = "cpu",
+    observed: Observed | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> AcceptReport:
     """Acceptance of ``draft`` on ``target`` for its trained wiring, each ``serve_with``
-    release's wiring and each explicit wiring (``ConfigError`` for bad input)."""
+    release's wiring and each explicit wiring (``ConfigError`` for bad input). With
+    ``observed``, also the error family around the trained wiring, ranked by how well each
+    explains the observed figures (``observed.explain``); ``progress`` hears each step."""
+    say = progress or (lambda text: None)
     from eagle3_contracts.capture.hooks import text_config
     from eagle3_contracts.capture.targets import load_target
     from eagle3_contracts.config.readers import read_target_config
@@ -112,7 +118,20 @@ def accept(
         stream = read_prompts(prompts, vocab_size=loaded.vocab_size, encode=encode)
         said = str(prompts)
     stream = _bounded(stream, limit, new_tokens)
-    todo = [trained.wiring, *(r.wiring for r in rows if r.wiring), *wirings]
+    named = [(r.serve, r.wiring) for r in rows if r.wiring]
+    named += [(f"wiring {describe(w)}", tuple(w)) for w in wirings]
+    family = candidates(trained.wiring, loaded.num_layers, named) if observed else []
+    todo = [trained.wiring, *(w for _, w in named), *(w for _, w in family)]
+    total = num_prompts if prompts is None else None
+    t0 = time.time()
+
+    def done(n: int) -> None:
+        left = ""
+        if total:
+            left = f", about {(time.time() - t0) / n * (total - n):.0f} s left"
+        say(f"{n}{f'/{total}' if total else ''} prompts measured ({len(set(todo))} wirings){left}")
+
+    say(f"measuring {len(set(todo))} wirings on {said}")
     results = measure(
         model,
         drafter,
@@ -121,8 +140,12 @@ def accept(
         num_layers=loaded.num_layers,
         k=k,
         new_tokens=new_tokens,
+        progress=done,
     )
     base = results[trained.wiring]
+    explanation = None
+    if observed is not None:
+        explanation = explain(observed, [(label, results[w]) for label, w in family], base.prompts)
     out = [judge(r.serve, r, results[r.wiring] if r.wiring else None, base) for r in rows]
     out += [judge(f"wiring {describe(w)}", None, results[tuple(w)], base) for w in wirings]
     return AcceptReport(
@@ -136,4 +159,5 @@ def accept(
         new_tokens=new_tokens,
         device=str(dev),
         seconds=time.time() - start,
+        explanation=explanation,
     )

@@ -4,6 +4,8 @@ A row's cost is the paired gap in first-draft agreement (trained minus served, t
 and anchors) and its share of the trained figure. A row ``COSTS`` when the gap's 95% interval
 lies above zero; a served wiring equal to the trained one costs nothing by construction; a gap
 whose interval includes zero is ``within noise``. Exit 1 when any row costs or cannot run.
+With observed figures (``observed``) the exit code is the explanation's: 0 only when they are
+consistent with the trained wiring alone.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagle3_contracts.acceptance.measure import Acceptance, Rate, finite, paired_gap
+from eagle3_contracts.acceptance.observed import Explanation
 from eagle3_contracts.acceptance.wiring import ServedRow, Trained, describe
 
 COSTS, SAME, NOISE, NOT_RUN = "COSTS", "ok", "within noise", "NOT RUN"
@@ -69,10 +72,26 @@ class AcceptReport:
     device: str
     seconds: float
     notes: tuple[str, ...] = field(default=())
+    explanation: Explanation | None = None  # with observed figures: the candidates ranked
 
     @property
     def exit_code(self) -> int:
+        if self.explanation is not None:
+            return self.explanation.exit_code
         return 1 if any(r.verdict in (COSTS, NOT_RUN) for r in self.rows) else 0
+
+    @property
+    def result(self) -> str:
+        """The last line's verdict."""
+        if self.explanation is not None:
+            return self.explanation.result
+        costs = [r.label for r in self.rows if r.verdict == COSTS]
+        not_run = [r.label for r in self.rows if r.verdict == NOT_RUN]
+        if not costs and not not_run:
+            return "ok: no row costs measurable acceptance"
+        parts = [f"{', '.join(costs)} cost acceptance"] if costs else []
+        parts += [f"{', '.join(not_run)} not run (not ok)"] if not_run else []
+        return "COSTS: " + "; ".join(parts) if costs else "NOT RUN: " + "; ".join(parts)
 
     def render_text(self) -> str:
         t = self.trained_acceptance
@@ -111,6 +130,9 @@ class AcceptReport:
             for a in r.served.assumptions if r.served else ():
                 lines.append(f"    assumed: {a}")
         lines += [f"note: {n}" for n in self.notes]
+        if self.explanation is not None:
+            lines += ["", *self.explanation.render_lines()]
+        lines += ["", f"result: {self.result} (exit {self.exit_code})"]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,4 +162,7 @@ class AcceptReport:
             "device": self.device,
             "seconds": round(self.seconds, 2),
             "notes": list(self.notes),
+            "explanation": self.explanation.to_dict() if self.explanation else None,
+            "result": self.result,
+            "exit_code": self.exit_code,
         }

@@ -5,7 +5,7 @@ it feeds, captured while the target writes them.
 left-padded with an attention mask and per-row positions, end-of-sequence ignored, as the engine
 test serves with ``ignore_eos``), with hooks on the layers asked for (``capture.hooks.layer_hooks``:
 id ``-1`` = the stream entering layer 0, ``N`` = output of layer ``N``) and on the final norm
-(``FINAL``: the post-norm last state). The last generated token is fed once more, so every
+(``FINAL``: the post-norm last state; ``ZERO``: zeros, a missing segment). The last generated token is fed once more, so every
 position has its state and the target's greedy token after it, with no second forward.
 """
 
@@ -25,6 +25,9 @@ from eagle3_contracts.errors import ConfigError, ContractError
 
 FINAL = "final"
 """A fed state no canonical id names: the target's last state after its final norm."""
+
+ZERO = "zero"
+"""A fed state of zeros: a segment the serving side leaves missing (zero-filled)."""
 
 StateId = int | str
 
@@ -70,7 +73,7 @@ def run_targets(
     pad = width - mask.sum(1)
     wanted = set(state_ids)
     ints = sorted(i for i in wanted if isinstance(i, int))
-    pieces: dict[StateId, list[Tensor]] = {i: [] for i in wanted}
+    pieces: dict[StateId, list[Tensor]] = {i: [] for i in wanted - {ZERO}}
 
     def keep(n: StateId, state: Tensor) -> None:
         pieces[n].append(state.detach())
@@ -114,6 +117,8 @@ def run_targets(
     embed: nn.Module = model.get_input_embeddings()  # type: ignore[operator]
     with torch.no_grad():
         embeds = embed(tokens)
+    if ZERO in wanted:
+        states[ZERO] = torch.zeros_like(embeds)
     return TargetBatch(
         tokens=tokens,
         greedy=torch.cat(greedy, dim=1),

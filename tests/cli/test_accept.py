@@ -160,6 +160,10 @@ UNSTAMPED = ["--trained-with", "specforge==0.2.0"]
         ("new-tokens-cap", "--new-tokens 100000000 with --num-drafts 2: need"),
         ("one-prompt", "--num-prompts 1: the intervals are over prompts; give at least 2"),
         ("one-prompt-file", "1 prompt(s): the intervals are over prompts and need at least 2"),
+        ("observed-negative", "--observed -0.19 is not a rate"),
+        ("observed-over-one", "--observed 1.9 is not a rate"),
+        ("metrics-without-counters", "holds no spec-decode figures"),
+        ("metrics-unreachable", "cannot read http://127.0.0.1:9/metrics"),
     ],
 )
 def test_hostile_input_is_refused_before_measuring(
@@ -210,6 +214,15 @@ def test_hostile_input_is_refused_before_measuring(
     elif case == "one-prompt-file":
         (tmp_path / "p.jsonl").write_text("[1, 2, 3]\n")
         extra += ["--prompts", tmp_path / "p.jsonl"]
+    elif case == "observed-negative":
+        extra += ["--observed=-0.19"]
+    elif case == "observed-over-one":
+        extra += ["--observed", "1.9"]
+    elif case == "metrics-without-counters":
+        (tmp_path / "m.txt").write_text("vllm:num_requests_running 0.0\n")
+        extra += ["--engine-metrics", tmp_path / "m.txt"]
+    elif case == "metrics-unreachable":
+        extra += ["--engine-metrics", "http://127.0.0.1:9/metrics"]
     code, out, err = _run(capsys, "accept", draft, "--target", target, *extra, "--json")
     assert (code, out) == (2, ""), err
     assert err.count("\n") == 1 and fragment in err, err
@@ -225,3 +238,17 @@ def test_accept_and_check_refuse_a_stamp_for_another_depth_alike(
         refusals.append((code, out, err))
     assert refusals[0] == refusals[1]
     assert refusals[0][0] == 2 and "re-stamp it" in refusals[0][2]
+
+
+def test_an_observed_rate_is_explained_and_the_last_line_is_the_result(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _run(capsys, "accept", DRAFTER, "--target", TARGET, "--observed", "0.19", *FAST)
+    lines = out.splitlines()
+    assert "candidates, best fit first:" in lines
+    assert lines[-1].startswith("result: ") and lines[-1].endswith(f"(exit {code})")
+    assert code in (0, 1)
+    code, out, _ = _run(capsys, "accept", DRAFTER, "--target", TARGET, "--json", *FAST)
+    report = json.loads(out)
+    assert report["result"] == "ok: no row costs measurable acceptance" and code == 0
+    assert report["explanation"] is None and report["exit_code"] == 0
