@@ -37,7 +37,11 @@ def test_a_batch_of_unequal_prompts_measures_what_each_prompt_alone_measures(
     prompts = _prompts(target.vocab_size)
     kw = {"num_layers": target.num_layers, "k": 3, "new_tokens": 20}
     batched = measure(target.model, drafter, prompts, WIRINGS, **kw)
-    alone = measure(target.model, drafter, prompts, WIRINGS, batch_tokens=1, **kw)
+    heard: list[int] = []
+    alone = measure(
+        target.model, drafter, prompts, WIRINGS, batch_tokens=1, progress=heard.append, **kw
+    )
+    assert heard == [1, 2, 3, 4, 5]  # prompts done, after each batch
     for w in WIRINGS:
         a, b = batched[w].counts, alone[w].counts
         assert torch.equal(a.anchors, b.anchors) and a.anchors.tolist() == [18] * 5
