@@ -14,7 +14,7 @@ from eagle3_contracts.acceptance.measure import measure
 from eagle3_contracts.acceptance.observed import Observed, candidates, explain
 from eagle3_contracts.acceptance.prompts import greedy_prompts, read_prompts, tokenizer_encoder
 from eagle3_contracts.acceptance.report import AcceptReport, judge
-from eagle3_contracts.acceptance.target import check_finite, check_target_weights
+from eagle3_contracts.acceptance.target import check_finite, check_target_weights, load_checked
 from eagle3_contracts.acceptance.wiring import Wiring, describe, served_rows, trained_wiring
 from eagle3_contracts.errors import ConfigError
 
@@ -90,7 +90,6 @@ def accept(
     explains the observed figures (``observed.explain``); ``progress`` hears each step."""
     say = progress or (lambda text: None)
     from eagle3_contracts.capture.hooks import text_config
-    from eagle3_contracts.capture.targets import load_target
     from eagle3_contracts.config.readers import read_target_config
 
     start = time.time()
@@ -103,7 +102,7 @@ def accept(
     if os.path.isdir(target):
         facts = read_target_config(config_file)
         check_target_weights(Path(target), facts.num_layers, facts.hidden_size, facts.vocab_size)
-    loaded = load_target(target)
+    loaded = load_checked(target)
     check_finite(loaded.model, loaded.source)
     check_against_target(drafter, loaded.vocab_size, loaded.hidden_size, str(draft))
     limit = getattr(text_config(loaded.model), "max_position_embeddings", None)

@@ -12,10 +12,12 @@ position has its state and the target's greedy token after it, with no second fo
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -183,3 +185,53 @@ def check_finite(model: nn.Module, source: str) -> None:
                     source=source,
                     field=name,
                 )
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_REPORT_ROW = re.compile(r"^(\S+)\s*\|\s*(MISSING|MISMATCH|CONVERSION)\s*\|?(.*)$")
+
+
+def load_checked(spec: str | os.PathLike[str]) -> Any:
+    """``capture.targets.load_target`` with transformers' load report taken, not printed: a
+    report of MISSING, MISMATCH or CONVERSION rows (weights transformers would fill at random
+    or could not convert, ``transformers/utils/loading_report.py``) is one ``ConfigError``."""
+    import logging
+
+    from eagle3_contracts.capture.targets import load_target
+
+    reports: list[str] = []
+
+    def take(record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in str(record.msg):
+            reports.append(_ANSI.sub("", record.getMessage()))
+            return False
+        return True
+
+    logger = logging.getLogger("transformers.modeling_utils")
+    logger.addFilter(take)
+    try:
+        loaded = load_target(spec)
+    except ConfigError:
+        if not reports:
+            raise
+        loaded = None
+    finally:
+        logger.removeFilter(take)
+    lines = "\n".join(reports).splitlines()
+    rows = sorted(
+        (m for line in lines if (m := _REPORT_ROW.match(line.strip()))), key=lambda m: m.group(1)
+    )
+    if rows:
+        kinds = sorted({m.group(2) for m in rows})
+        first = rows[0]
+        detail = " ".join(first.group(3).replace("|", " ").split())[:120]
+        raise ConfigError(
+            f"the weights do not hold what config.json describes: {len(rows)} tensor group(s) "
+            f"{'/'.join(kinds)}, first {first.group(1)}{f' ({detail})' if detail else ''}; "
+            "transformers would fill them at random: fix config.json's sizes or the checkpoint",
+            source=str(spec),
+            field="config.json",
+        )
+    if loaded is None:  # a refusal that came with a report of nothing wrong
+        return load_target(spec)
+    return loaded

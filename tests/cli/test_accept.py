@@ -128,7 +128,9 @@ def _damaged_tensor(folder: Path, name: str, value: object) -> None:
 
     file = folder / "model.safetensors"
     tensors = load_file(str(file))
-    if value == "nan":
+    if value is None:
+        del tensors[name]
+    elif value == "nan":
         tensors[name] = tensors[name].clone()
         tensors[name].view(-1)[3] = float("nan")
     else:
@@ -160,6 +162,11 @@ UNSTAMPED = ["--trained-with", "specforge==0.2.0"]
         ("new-tokens-cap", "--new-tokens 100000000 with --num-drafts 2: need"),
         ("one-prompt", "--num-prompts 1: the intervals are over prompts; give at least 2"),
         ("one-prompt-file", "1 prompt(s): the intervals are over prompts and need at least 2"),
+        ("missing-target-tensor", "1 tensor group(s) MISSING, first model.layers.3.mlp.up_proj"),
+        (
+            "narrower-mlp-config",
+            "3 tensor group(s) MISMATCH, first model.layers.{0...11}.mlp.down_proj.weight",
+        ),
         ("observed-negative", "--observed -0.19 is not a rate"),
         ("observed-over-one", "--observed 1.9 is not a rate"),
         ("metrics-without-counters", "holds no spec-decode figures"),
@@ -214,6 +221,11 @@ def test_hostile_input_is_refused_before_measuring(
     elif case == "one-prompt-file":
         (tmp_path / "p.jsonl").write_text("[1, 2, 3]\n")
         extra += ["--prompts", tmp_path / "p.jsonl"]
+    elif case == "missing-target-tensor":
+        target = _copy_with(tmp_path, TARGET, "missing")
+        _damaged_tensor(target, "model.layers.3.mlp.up_proj.weight", None)
+    elif case == "narrower-mlp-config":
+        target = _copy_with(tmp_path, TARGET, "narrow", intermediate_size=96)
     elif case == "observed-negative":
         extra += ["--observed=-0.19"]
     elif case == "observed-over-one":
