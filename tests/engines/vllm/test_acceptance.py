@@ -53,7 +53,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         config = json.loads((draft / "config.json").read_text())
         config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = ids
         (draft / "config.json").write_text(json.dumps(config))
-        vllm = serve_counters(TARGET, draft, prompts=PROMPTS, new_tokens=NEW_TOKENS, k=K, seed=SEED)
+        vllm = serve_counters(
+            TARGET, draft, prompts=PROMPTS, new_tokens=NEW_TOKENS, k=K, seed=SEED, timeout=900
+        )
         report = accept(
             draft, TARGET, serve_with=[SERVE], num_prompts=PROMPTS, seed=SEED, k=K,
             new_tokens=NEW_TOKENS,
