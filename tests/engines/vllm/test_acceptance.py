@@ -102,6 +102,12 @@ def test_the_guard_flags_every_wrong_wiring_and_the_costly_ones_cost_in_vllm(
             assert rate[name] < rate["trained"] - MARGIN, rate
 
 
+EXPLAIN_PROMPTS = 32
+"""Prompts the oracle predicts each candidate on when explaining vLLM's counters: on the 8 prompts
+vLLM served, the trained wiring's interval (± 0.12) still reaches the seed's rate; a server's
+traffic is never the oracle's prompts either."""
+
+
 @pytest.mark.parametrize("name", ["trained", "seed-error"])
 def test_the_engines_own_counters_name_the_wiring_it_served(
     served: dict[str, Any], name: str, tmp_path_factory: pytest.TempPathFactory
@@ -119,7 +125,7 @@ def test_the_engines_own_counters_name_the_wiring_it_served(
     observed = read_engine_metrics(str(metrics), K)
     assert observed.rate == pytest.approx(vllm.accept_rate)
     report = accept(
-        DRAFTER, TARGET, num_prompts=PROMPTS, seed=SEED, k=K, new_tokens=NEW_TOKENS,
+        DRAFTER, TARGET, num_prompts=EXPLAIN_PROMPTS, seed=SEED, k=K, new_tokens=NEW_TOKENS,
         observed=observed,
     )  # fmt: skip
     e = report.explanation
