@@ -80,6 +80,19 @@ class Stamp:
             "stamped_by": self.stamped_by,
         }
 
+    def check_target(self, num_layers: int, hidden_size: int, source: str) -> None:
+        """A ``ConfigError`` (field ``eagle3_contract``) unless the stamp was made for a target
+        of this depth and width: its ids mean nothing on another target."""
+        trained = self.contract
+        if (trained.num_layers, trained.hidden_size) != (num_layers, hidden_size):
+            raise ConfigError(
+                f"the drafter's stamp was made for a {trained.num_layers} x "
+                f"{trained.hidden_size} target, this target is {num_layers} x {hidden_size}: "
+                "check it against the target it was trained on, or re-stamp it",
+                source=source,
+                field="eagle3_contract",
+            )
+
     def describe(self) -> str:
         """``"canonical [2, 30, 58] of L=61, H=7168 (trained with specforge)"``."""
         contract = self.contract

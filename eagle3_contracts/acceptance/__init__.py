@@ -7,8 +7,9 @@ agreement, accept rate, per-position rates and accept length with intervals over
 
 Modules: ``drafter`` (read a checkpoint, vLLM's forward), ``chain`` (k chained drafts from every
 anchor), ``target`` (greedy continuation, fed states), ``prompts`` (streamed prompt files),
-``measure`` (the figures), ``wiring`` (trained and served wirings), ``report`` and ``oracle``
-(the ``accept`` command), ``vllm_counters`` (vLLM's own counters), ``fixture`` and ``story``
+``measure`` (the figures, batched), ``wiring`` (trained and served wirings), ``report`` and
+``oracle`` (the ``accept`` command), ``observed`` (which wiring explains an observed rate),
+``vllm_counters`` (vLLM's own counters), ``fixture`` and ``story``
 (the tiny trained fixture and the seed's story).
 """
 

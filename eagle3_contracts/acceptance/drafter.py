@@ -23,6 +23,7 @@ state that the next draft step takes in place of ``fc(...)`` (283-288;
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,13 +169,6 @@ class Eagle3Drafter(nn.Module):
         return draft_ids + self.d2t[draft_ids]
 
 
-def attend(q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-    """Scaled dot-product attention; ``q [N, h, d]``, ``keys [N or M, ..., h, d]``."""
-    return nn.functional.scaled_dot_product_attention(
-        q.transpose(0, 1)[None], keys.transpose(0, 1)[None], values.transpose(0, 1)[None], mask
-    )[0].transpose(0, 1)
-
-
 # -- reading a checkpoint ------------------------------------------------------------------
 
 
@@ -199,6 +193,15 @@ def _int(config: dict[str, Any], key: str, source: str, default: int | None = No
             f"{key} must be a positive integer, got {value!r}", source=source, field=key
         )
     return value
+
+
+def _number(value: object, key: str, source: str) -> float:
+    """A positive finite number from the config (a string or ``NaN`` is refused, not cast)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ConfigError(
+            f"{key} must be a positive number, got {value!r}", source=source, field=key
+        )
+    return float(value)
 
 
 def read_shape(config: dict[str, Any], source: str, fc_in: int | None = None) -> DrafterShape:
@@ -236,7 +239,14 @@ def read_shape(config: dict[str, Any], source: str, fc_in: int | None = None) ->
     target_hidden = _int(config, "target_hidden_size", source, hidden)
     vocab = _int(config, "vocab_size", source)
     rope = config.get("rope_parameters") or {}
-    theta = config.get("rope_theta", rope.get("rope_theta", 10000.0))
+    if not isinstance(rope, dict):
+        raise ConfigError(
+            f"rope_parameters must be an object, got {type(rope).__name__}",
+            source=source,
+            field="rope_parameters",
+        )
+    theta = _number(config.get("rope_theta", rope.get("rope_theta", 10000.0)), "rope_theta", source)
+    eps = _number(config.get("rms_norm_eps", 1e-6), "rms_norm_eps", source)
     num_states = 3
     if fc_in is not None:
         if fc_in % target_hidden:
@@ -257,8 +267,8 @@ def read_shape(config: dict[str, Any], source: str, fc_in: int | None = None) ->
         intermediate_size=_int(config, "intermediate_size", source),
         vocab_size=vocab,
         draft_vocab_size=_int(config, "draft_vocab_size", source, vocab),
-        rms_norm_eps=float(config.get("rms_norm_eps", 1e-6)),
-        rope_theta=float(theta),
+        rms_norm_eps=eps,
+        rope_theta=theta,
         norm_before_residual=bool(config.get("norm_before_residual", False)),
         norm_output=bool(config.get("norm_output", False)),
     )
@@ -331,19 +341,42 @@ def load_drafter(
             field=missing[0],
         )
     h, s = shape.hidden_size, shape
+    if s.num_heads % s.num_kv_heads or s.head_dim % 2:
+        raise ConfigError(
+            f"num_attention_heads {s.num_heads} is not a multiple of num_key_value_heads "
+            f"{s.num_kv_heads}, or head_dim {s.head_dim} is odd (RoPE rotates pairs)",
+            source=source,
+            field="num_key_value_heads",
+        )
     expect = {
         "fc.weight": (h, s.num_states * s.target_hidden_size),
         "lm_head.weight": (s.draft_vocab_size, h),
+        "norm.weight": (h,),
+        "midlayer.input_layernorm.weight": (h,),
+        "midlayer.hidden_norm.weight": (h,),
+        "midlayer.post_attention_layernorm.weight": (h,),
         "midlayer.self_attn.q_proj.weight": (s.num_heads * s.head_dim, 2 * h),
         "midlayer.self_attn.k_proj.weight": (s.num_kv_heads * s.head_dim, 2 * h),
+        "midlayer.self_attn.v_proj.weight": (s.num_kv_heads * s.head_dim, 2 * h),
         "midlayer.self_attn.o_proj.weight": (h, s.num_heads * s.head_dim),
         "midlayer.mlp.gate_proj.weight": (s.intermediate_size, h),
+        "midlayer.mlp.up_proj.weight": (s.intermediate_size, h),
+        "midlayer.mlp.down_proj.weight": (h, s.intermediate_size),
+        "embed_tokens.weight": (s.vocab_size, h),
     }
     for name, want in expect.items():
+        if name not in weights:
+            continue  # only embed_tokens is optional: the others were checked above
         got = tuple(weights[name].shape)
         if got != want:
             raise ConfigError(
                 f"{name} has shape {list(got)}, the config implies {list(want)}",
+                source=source,
+                field=name,
+            )
+        if not weights[name].is_floating_point() or not bool(weights[name].isfinite().all()):
+            raise ConfigError(
+                f"{name} holds NaN, infinite or non-float values: the checkpoint is damaged",
                 source=source,
                 field=name,
             )

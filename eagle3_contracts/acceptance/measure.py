@@ -12,13 +12,17 @@ verified position of the continuation is an anchor from which the drafter drafts
   drafts it drafts again ``m + 1`` tokens later), comparable with the engine's counters;
 * intervals: 95% normal intervals over prompts (ratio estimator, prompts as clusters).
 
-``measure`` streams prompts: it keeps a few counts per prompt and wiring, never the tokens.
+``measure`` streams prompts in batches: all prompts of a batch continue in one batched greedy
+generation that captures the fed states on the way (``target.run_targets``), and the k-draft
+chains from every anchor of every row run batched (``chain.accepted``); it keeps a few counts
+per prompt and wiring, never the tokens.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -26,11 +30,14 @@ from torch import Tensor, nn
 
 from eagle3_contracts.acceptance.chain import accepted
 from eagle3_contracts.acceptance.drafter import Eagle3Drafter
-from eagle3_contracts.acceptance.target import StateId, TargetRun, fed_states, run_target
+from eagle3_contracts.acceptance.target import StateId, TargetBatch, fed_states, run_targets
 from eagle3_contracts.errors import ContractError
 
 Wiring = tuple[StateId, ...]
 Z95 = 1.959964
+BATCH_TOKENS = 8192
+"""Padded tokens per batch (prompts x widest sequence): bounds the states kept and the
+drafter's attention scores, ``batch x anchors x heads x T`` floats."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +113,8 @@ class Acceptance:
         return (c.served_hits, c.served_drafts) if served else (c.hits, c.anchors)
 
     def to_dict(self) -> dict[str, object]:
-        def rate(r: Rate) -> dict[str, float]:
-            return {"value": round(r.value, 4), "ci95": round(r.half_width, 4)}
+        def rate(r: Rate) -> dict[str, float | None]:
+            return {"value": finite(r.value), "ci95": finite(r.half_width)}
 
         return {
             "wiring": list(self.wiring),
@@ -125,6 +132,11 @@ class Acceptance:
                 "accept_length": rate(self.accept_length(served=True)),
             },
         }
+
+
+def finite(x: float) -> float | None:
+    """``x`` rounded for JSON, ``None`` where undefined: JSON has no NaN."""
+    return round(x, 4) if math.isfinite(x) else None
 
 
 def paired_gap(a: Acceptance, b: Acceptance, *, position: int | None = 0) -> Rate:
@@ -152,25 +164,45 @@ def _served_walk(acc: Tensor) -> tuple[Tensor, int]:
     return hits, drafts
 
 
-def prompt_counts(
-    drafter: Eagle3Drafter, run: TargetRun, wiring: Wiring, k: int
-) -> tuple[Tensor, int, Tensor, int]:
-    """One prompt, one wiring: (hits[k], anchors, served hits[k], served drafts)."""
-    t = run.tokens.numel()
-    anchors = torch.arange(max(run.prompt_len - 1, 0), t - k, device=run.tokens.device)
-    if anchors.numel() == 0:
-        z = torch.zeros(k, dtype=torch.long)
-        return z, 0, z.clone(), 0
-    embeds = run.embeds
+def batch_counts(
+    drafter: Eagle3Drafter, batch: TargetBatch, wiring: Wiring, k: int
+) -> list[tuple[Tensor, int, Tensor, int]]:
+    """Each prompt of a batch, one wiring: (hits[k], anchors, served hits[k], served drafts).
+
+    The anchors of every row are the columns from its last prompt token to ``T - k - 1``: the
+    same columns in every row (prompts are left-padded to one width)."""
+    t = batch.tokens.shape[1]
+    anchors = torch.arange(batch.prompt_end - 1, t - k, device=batch.tokens.device)
+    embeds = batch.embeds
     if drafter.has_embedding:
-        embeds = drafter.p("embed_tokens.weight")[run.tokens]
-    acc = accepted(drafter, fed_states(run, wiring), embeds, run.greedy, anchors, k).cpu()
-    served, drafts = _served_walk(acc)
-    return acc.long().sum(0), int(anchors.numel()), served, drafts
+        embeds = drafter.p("embed_tokens.weight")[batch.tokens]
+    states = fed_states(batch, wiring)
+    acc = accepted(drafter, states, embeds, batch.greedy, anchors, k, batch.pad).cpu()
+    out = []
+    for row in acc:
+        served, drafts = _served_walk(row)
+        out.append((row.long().sum(0), int(anchors.numel()), served, drafts))
+    return out
+
+
+def chunks(prompts: Iterable[list[int]], new_tokens: int, budget: int) -> Iterator[list[list[int]]]:
+    """Consecutive prompts in batches of at most ``budget`` padded tokens (one prompt at least):
+    memory stays bounded however many prompts stream in."""
+    batch: list[list[int]] = []
+    width = 0
+    for prompt in prompts:
+        wider = max(width, len(prompt) + new_tokens)
+        if batch and wider * (len(batch) + 1) > budget:
+            yield batch
+            batch, wider = [], len(prompt) + new_tokens
+        batch.append(prompt)
+        width = wider
+    if batch:
+        yield batch
 
 
 def check_wiring(drafter: Eagle3Drafter, wiring: Wiring, num_layers: int) -> Wiring:
-    from eagle3_contracts.acceptance.target import FINAL
+    from eagle3_contracts.acceptance.target import FINAL, ZERO
 
     if len(wiring) != drafter.shape.num_states:
         raise ContractError(
@@ -179,9 +211,10 @@ def check_wiring(drafter: Eagle3Drafter, wiring: Wiring, num_layers: int) -> Wir
             field="wiring",
         )
     for i in wiring:
-        if i != FINAL and not (isinstance(i, int) and -1 <= i < num_layers):
+        if i not in (FINAL, ZERO) and not (isinstance(i, int) and -1 <= i < num_layers):
             raise ContractError(
-                f"state {i!r} is not a canonical id in [-1, {num_layers - 1}] or {FINAL!r}",
+                f"state {i!r} is not a canonical id in [-1, {num_layers - 1}], {FINAL!r} or "
+                f"{ZERO!r}",
                 field="wiring",
             )
     return tuple(wiring)
@@ -196,8 +229,11 @@ def measure(
     num_layers: int,
     k: int = 4,
     new_tokens: int = 64,
+    batch_tokens: int = BATCH_TOKENS,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[Wiring, Acceptance]:
-    """Acceptance of each wiring on the same prompts (streamed; see the module docstring)."""
+    """Acceptance of each wiring on the same prompts (streamed in batches of at most
+    ``batch_tokens`` padded tokens; ``progress(prompts done)`` after each batch)."""
     if k < 1 or new_tokens <= k:
         raise ContractError(
             f"need k >= 1 drafts and new_tokens > k, got k={k}, new_tokens={new_tokens}",
@@ -206,12 +242,21 @@ def measure(
     wirings = [check_wiring(drafter, w, num_layers) for w in dict.fromkeys(wirings)]
     needed = {i for w in wirings for i in w}
     rows: dict[Wiring, list[tuple[Tensor, int, Tensor, int]]] = {w: [] for w in wirings}
-    for prompt in prompts:
-        run = run_target(model, prompt, new_tokens, needed)
+    stream = iter(prompts)
+    first = list(itertools.islice(stream, 2))
+    if len(first) < 2:
+        raise ContractError(
+            f"{len(first)} prompt(s): the intervals are over prompts and need at least 2 prompts",
+            field="prompts",
+        )
+    done = 0
+    for batch in chunks(itertools.chain(first, stream), new_tokens, batch_tokens):
+        run = run_targets(model, batch, new_tokens, needed)
         for w in wirings:
-            rows[w].append(prompt_counts(drafter, run, w, k))
-    if not any(rows.values()) or not rows[wirings[0]]:
-        raise ContractError("no prompts to measure on", field="prompts")
+            rows[w].extend(batch_counts(drafter, run, w, k))
+        done += len(batch)
+        if progress is not None:
+            progress(done)
     out = {}
     for w, items in rows.items():
         counts = Counts(

@@ -61,6 +61,13 @@ def _json_prompt(
             source=source,
             field="prompts",
         ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"{where}: JSON nested too deeply to be a prompt (a string, a list of token ids "
+            "or a flat object)",
+            source=source,
+            field="prompts",
+        ) from None
     if isinstance(item, dict):
         for key in ("input_ids", "token_ids"):
             if key in item:
@@ -165,5 +172,12 @@ def tokenizer_encoder(model_dir: str | os.PathLike[str]) -> Encode | None:
         return None
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(file))
+    try:
+        tok = Tokenizer.from_file(str(file))
+    except Exception as exc:  # the tokenizers library raises its own Exception subclass
+        raise ConfigError(
+            f"not a tokenizer the tokenizers library reads ({' '.join(str(exc).split())[:120]})",
+            source=str(file),
+            field="tokenizer.json",
+        ) from None
     return lambda text: tok.encode(text).ids

@@ -4,6 +4,8 @@ A row's cost is the paired gap in first-draft agreement (trained minus served, t
 and anchors) and its share of the trained figure. A row ``COSTS`` when the gap's 95% interval
 lies above zero; a served wiring equal to the trained one costs nothing by construction; a gap
 whose interval includes zero is ``within noise``. Exit 1 when any row costs or cannot run.
+With observed figures (``observed``) the exit code is the explanation's: 0 only when they are
+consistent with the trained wiring alone.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle3_contracts.acceptance.measure import Acceptance, Rate, paired_gap
+from eagle3_contracts.acceptance.measure import Acceptance, Rate, finite, paired_gap
+from eagle3_contracts.acceptance.observed import Explanation
 from eagle3_contracts.acceptance.wiring import ServedRow, Trained, describe
 
 COSTS, SAME, NOISE, NOT_RUN = "COSTS", "ok", "within noise", "NOT RUN"
@@ -29,7 +32,9 @@ class Row:
 
     @property
     def relative_cost(self) -> float | None:
-        return None if self.gap is None or self.base is None else self.gap.value / self.base
+        if self.gap is None or not self.base:
+            return None
+        return self.gap.value / self.base
 
     base: float | None = None  # the trained first-draft agreement
 
@@ -67,10 +72,26 @@ class AcceptReport:
     device: str
     seconds: float
     notes: tuple[str, ...] = field(default=())
+    explanation: Explanation | None = None  # with observed figures: the candidates ranked
 
     @property
     def exit_code(self) -> int:
+        if self.explanation is not None:
+            return self.explanation.exit_code
         return 1 if any(r.verdict in (COSTS, NOT_RUN) for r in self.rows) else 0
+
+    @property
+    def result(self) -> str:
+        """The last line's verdict."""
+        if self.explanation is not None:
+            return self.explanation.result
+        costs = [r.label for r in self.rows if r.verdict == COSTS]
+        not_run = [r.label for r in self.rows if r.verdict == NOT_RUN]
+        if not costs and not not_run:
+            return "ok: no row costs measurable acceptance"
+        parts = [f"{', '.join(costs)} cost acceptance"] if costs else []
+        parts += [f"{', '.join(not_run)} not run (not ok)"] if not_run else []
+        return "COSTS: " + "; ".join(parts) if costs else "NOT RUN: " + "; ".join(parts)
 
     def render_text(self) -> str:
         t = self.trained_acceptance
@@ -96,18 +117,22 @@ class AcceptReport:
             if r.verdict == SAME:
                 lines.append("    = the trained layers: ok")
             else:
-                assert r.gap is not None and r.relative_cost is not None
+                assert r.gap is not None
                 rate, base_rate = r.acceptance.chain_rate().value, t.chain_rate().value
+                share = "" if r.relative_cost is None else f" ({-r.relative_cost:+.0%})"
+                change = f" ({rate / base_rate - 1:+.0%})" if base_rate else ""
                 lines.append(
-                    f"    cost: first-draft agreement {-r.gap.value:+.3f} ± {r.gap.half_width:.3f} "
-                    f"({-r.relative_cost:+.0%}), accept rate {base_rate:.3f} -> {rate:.3f} "
-                    f"({rate / base_rate - 1:+.0%}), accept length "
+                    f"    cost: first-draft agreement {-r.gap.value:+.3f} ± {r.gap.half_width:.3f}"
+                    f"{share}, accept rate {base_rate:.3f} -> {rate:.3f}{change}, accept length "
                     f"{t.accept_length().value:.2f} -> {r.acceptance.accept_length().value:.2f}: "
                     f"{r.verdict}"
                 )
             for a in r.served.assumptions if r.served else ():
                 lines.append(f"    assumed: {a}")
         lines += [f"note: {n}" for n in self.notes]
+        if self.explanation is not None:
+            lines += ["", *self.explanation.render_lines()]
+        lines += ["", f"result: {self.result} (exit {self.exit_code})"]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,8 +145,8 @@ class AcceptReport:
                 "acceptance": r.acceptance.to_dict() if r.acceptance else None,
                 "gap_first": None
                 if r.gap is None
-                else {"value": round(r.gap.value, 4), "ci95": round(r.gap.half_width, 4)},
-                "relative_cost": None if r.relative_cost is None else round(r.relative_cost, 4),
+                else {"value": finite(r.gap.value), "ci95": finite(r.gap.half_width)},
+                "relative_cost": None if r.relative_cost is None else finite(r.relative_cost),
             }
 
         return {
@@ -137,4 +162,7 @@ class AcceptReport:
             "device": self.device,
             "seconds": round(self.seconds, 2),
             "notes": list(self.notes),
+            "explanation": self.explanation.to_dict() if self.explanation else None,
+            "result": self.result,
+            "exit_code": self.exit_code,
         }

@@ -10,7 +10,9 @@ The prompts are ``eagle3_contracts.acceptance.prompts.greedy_prompts(PROMPTS, vo
 (the oracle's default), served greedily with ``ignore_eos``; prints ``ACCEPT {json}`` with the
 counters of ``vllm/v1/spec_decode/metrics.py`` (``vllm:spec_decode_num_drafts``,
 ``..._num_draft_tokens``, ``..._num_accepted_tokens``, ``..._num_accepted_tokens_per_pos``)
-and the generated tokens, or ``ENGINE FAILED <error>`` (exit 3).
+the generated tokens and the spec-decode lines of the engine's Prometheus export (what a
+server's ``/metrics`` shows; ``prometheus_client.generate_latest``), or ``ENGINE FAILED <error>``
+(exit 3).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Served:
     per_pos: tuple[int, ...]
     guard: tuple[str, ...]  # the plugin's guard lines
     seconds: float  # the child process, engine start included
+    prometheus: str = ""  # the engine's spec-decode lines of its Prometheus export, as served
 
     @property
     def accept_rate(self) -> float:
@@ -91,6 +94,7 @@ def serve_counters(
         per_pos=tuple(data["per_pos"]),
         guard=tuple(line for line in text.splitlines() if "eagle3-contracts guard" in line),
         seconds=time.time() - t0,
+        prometheus=data.get("prometheus", ""),
     )
 
 
@@ -142,6 +146,10 @@ def main(argv: list[str]) -> int:
     found["tokens"] = [
         list(p) + list(o.outputs[0].token_ids) for p, o in zip(starts, outs, strict=True)
     ]
+    from prometheus_client import REGISTRY, generate_latest  # type: ignore[import-not-found]
+
+    exported = generate_latest(REGISTRY).decode()
+    found["prometheus"] = "\n".join(x for x in exported.splitlines() if "spec_decode" in x)
     found["start_s"] = round(started, 1)
     found["total_s"] = round(time.time() - t0, 1)
     print("ACCEPT " + json.dumps(found), flush=True)

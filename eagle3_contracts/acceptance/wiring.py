@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eagle3_contracts.acceptance.target import FINAL, StateId
+from eagle3_contracts.acceptance.target import FINAL, ZERO, StateId
 from eagle3_contracts.errors import ConfigError
 
 Wiring = tuple[StateId, ...]
@@ -106,15 +106,15 @@ def parse_wiring(text: str, option: str = "--wiring") -> Wiring:
     """``"-1,1,5"`` or ``"2,6,final"`` -> a wiring (``ConfigError`` naming ``option``)."""
     items: list[StateId] = []
     for i, part in enumerate(p.strip() for p in text.split(",")):
-        if part == FINAL:
-            items.append(FINAL)
+        if part in (FINAL, ZERO):
+            items.append(part)
             continue
         try:
             items.append(int(part))
         except ValueError:
             raise ConfigError(
-                f"{option} item {i} ({part!r}) is not a canonical id or {FINAL!r}; give e.g. "
-                "-1,1,5",
+                f"{option} item {i} ({part!r}) is not a canonical id, {FINAL!r} or {ZERO!r}; "
+                "give e.g. -1,1,5",
                 field=option,
             ) from None
     return tuple(items)

@@ -2,8 +2,9 @@
 
 Runs the drafter on its target offline (``eagle3_contracts.acceptance``) with the layers it was
 trained on and with the layers each ``--serve-with`` release feeds it (from the registry), and
-prints the acceptance of each and the cost of each row's wiring. Exit 0 when no row costs
-acceptance, 1 when one does (or cannot run), 2 on bad input.
+prints the acceptance of each and the cost of each row's wiring. With ``--observed``,
+``--observed-per-position`` or ``--engine-metrics`` it also ranks the candidate wirings by how
+well each explains the figures the user sees. Exit codes: ``docs/readme/acceptance.md``.
 """
 
 from __future__ import annotations
@@ -75,15 +76,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="greedy tokens the target writes per prompt (default 64)",
     )
+    parser.add_argument(
+        "--observed",
+        metavar="RATE",
+        help="the accept rate you see (accepted / drafted tokens): rank the wirings that "
+        "explain it",
+    )
+    parser.add_argument(
+        "--observed-per-position",
+        metavar="R0,R1,..",
+        help="the per-position acceptance you see, one rate per draft position",
+    )
+    parser.add_argument(
+        "--engine-metrics",
+        metavar="FILE|URL",
+        help="vLLM's Prometheus metrics (spec-decode counters) or SGLang log lines "
+        "('accept len:'), from a file or http(s) URL",
+    )
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--json", action="store_true", help="print the JSON report")
 
 
 def run(args: argparse.Namespace) -> int:
+    from eagle3_contracts.acceptance.observed import observed_from_options, read_engine_metrics
     from eagle3_contracts.acceptance.oracle import accept
     from eagle3_contracts.acceptance.wiring import parse_wiring
+    from eagle3_contracts.cli._output import progress, start_torch_work
+    from eagle3_contracts.errors import ConfigError
 
     serve = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
+    given = observed_from_options(args.observed, args.observed_per_position, args.num_drafts)
+    if given is not None and args.engine_metrics:
+        raise ConfigError(
+            "--engine-metrics and --observed/--observed-per-position both give observed "
+            "figures: pass one",
+            field="--engine-metrics",
+        )
+    observed = given
+    if args.engine_metrics:
+        observed = read_engine_metrics(args.engine_metrics, args.num_drafts)
+    step = progress(args.json)
+    start_torch_work(step)
     report = accept(
         args.draft,
         args.target,
@@ -96,5 +129,7 @@ def run(args: argparse.Namespace) -> int:
         k=args.num_drafts,
         new_tokens=args.new_tokens,
         device=args.device,
+        observed=observed,
+        progress=step,
     )
     return emit(report, args.json)

@@ -21,7 +21,7 @@ from eagle3_contracts.config.plan import CapturePlan, resolve
 from eagle3_contracts.config.readers import DraftConfig, TargetConfig
 from eagle3_contracts.contract import CaptureContract
 from eagle3_contracts.conventions.predict import fixed_feed
-from eagle3_contracts.errors import ConfigError, ContractError
+from eagle3_contracts.errors import ContractError
 from eagle3_contracts.stamp import ClaimSource, Stamp, resolve_claim
 
 
@@ -59,15 +59,8 @@ def trained_claim(
         assert source.trained_with is not None
         return Claim(source, resolve(draft, target, source.trained_with))
     stamp, note = source.stamp, source.describe()
+    stamp.check_target(target.num_layers, target.hidden_size, draft.source)
     trained = stamp.contract
-    if (trained.num_layers, trained.hidden_size) != (target.num_layers, target.hidden_size):
-        raise ConfigError(
-            f"the drafter's stamp was made for a {trained.num_layers} x {trained.hidden_size} "
-            f"target, this target is {target.num_layers} x {target.hidden_size}: check it "
-            "against the target it was trained on, or re-stamp it",
-            source=draft.source,
-            field="eagle3_contract",
-        )
     plan = CapturePlan(
         system=f"stamp ({stamp.trained_with or 'unnamed trainer'})",
         num_layers=trained.num_layers,
