@@ -286,6 +286,11 @@ class _Read:
     read_path: str | None
 
 
+EMBEDDING_UNREAD = frozenset({"needs reading", "stored value read outside this file (see via)"})
+"""``Placement.embedding`` values that say the probe did not read what boundary 0 holds
+(``probe/placement.py`` ``_embedding``): asking for the embedding there is unknown."""
+
+
 @dataclass
 class _Context:
     spec: EngineSpec
@@ -564,10 +569,17 @@ class _Context:
             self.notes.append(f"{arms.describe()} ({placement.describe()}): nothing is captured")
             self._engine_crash(elements, (), placement)
             return self._feed("crash", (), width_states, "no-aux-states", source, read=fed)
-        if 0 in elements and placement.embedding == "needs reading":
+        unread = next((s for s in placement.sites if s.value.startswith("needs reading")), None)
+        if unread is not None:  # what a capture site stores was not read: no layer is known
+            return self._unknown(
+                f"what {self.model_file} stores at its capture (line {unread.line}) "
+                f"{unread.value} ({placement.describe()})",
+                self._class_source(row),
+            )
+        if 0 in elements and placement.embedding in EMBEDDING_UNREAD:
             return self._unknown(
                 f"loop index / boundary 0 (the embedding) asked: what {self.model_file} stores "
-                f"there needs reading ({placement.describe()})",
+                f"there needs reading ({placement.embedding}; {placement.describe()})",
                 self._class_source(row),
             )
         crash, collected = self._capture(elements, placement, n)

@@ -44,8 +44,10 @@ READINGS: tuple[Reading, ...] = (
         function="_prepare_attention",
         value="hidden+residual (hidden when residual is None)",
         read="capture(value + previous) from stream.export before the read, or the residual "
-        "after the fused add; with no residual (layer 0) capture(value), the embedding",
-        checked=("59b7e3c0b1ae",),
+        "after the fused add; with no residual (layer 0) capture(value), the embedding. "
+        "0.5.21 (stage.py:305, stream.finish, capture_output) and 0.5.22 (stage.py:341, "
+        "_select/_prepare split) store the same values under other names",
+        checked=("59b7e3c0b1ae", "eb64748c521d", "bd2fa724ba92"),
     ),
     Reading(
         callee="final_norm",
