@@ -15,6 +15,10 @@ ENV_GUARD_TOKENS = "EAGLE3_CONTRACTS_GUARD_TOKENS"
 GUARD_MODES = ("warn", "strict")
 DEFAULT_GUARD_TOKENS = 32
 
+CHECKED_RELEASES = ("0.32.0", "0.33.0")
+"""vLLM releases whose runner code (the file:line facts in ``engine.py``) the plugin was checked
+against; torch-free here so that ``doctor`` can say it without importing torch."""
+
 
 @dataclass(frozen=True)
 class Settings:
