@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import argparse
 
-from eagle3_contracts.cli._args import positive_int
+from eagle3_contracts.cli._args import (
+    positive_int,
+    refuse_target_as_draft,
+    require_draft,
+    serving_names,
+)
 from eagle3_contracts.cli._output import emit
 
 COMMAND = "accept"
@@ -19,7 +24,10 @@ HELP = "measure a drafter's acceptance offline on the layers each release feeds 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "draft", metavar="DRAFT", help="the drafter's directory (config.json, *.safetensors)"
+        "draft",
+        nargs="?",  # required: serving_names takes it back from after --serve-with
+        metavar="DRAFT",
+        help="the drafter's directory (config.json, *.safetensors)",
     )
     parser.add_argument(
         "--target",
@@ -83,9 +91,11 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.acceptance.oracle import accept
     from eagle3_contracts.acceptance.wiring import parse_wiring
 
-    serve = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
+    serve = serving_names(args)
+    draft = require_draft(args)
+    refuse_target_as_draft(draft)
     report = accept(
-        args.draft,
+        draft,
         args.target,
         serve_with=serve,
         wirings=[parse_wiring(w) for w in args.wiring],

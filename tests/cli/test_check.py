@@ -283,7 +283,8 @@ def test_check_drafter_api_for_the_plugin() -> None:
             "sglang==0.5.23:v1",  # only vLLM has model runners
         ],
         ["{draft}", "--num-layers", "4", "--hidden-size", "8", "--serve-with", "vllm:v3"],
-        ["--serve-with", "sglang", "{draft}", "--num-layers", "4", "--hidden-size", "8"],
+        # a DRAFT after --serve-with is the draft (tests/cli/test_args.py); two of them are not
+        ["{draft}", "--serve-with", "sglang", "{draft}", "--num-layers", "4", "--hidden-size", "8"],
     ],
 )
 def test_bad_input_exits_2_with_one_line(
