@@ -51,7 +51,18 @@ SHELLS = frozenset({"bash", "sh", "shell"})
 KNOWN = frozenset({"", "text", "python", "console", "json", "ini", *SHELLS})
 FENCE = re.compile(r"^(`{3,})\s*([\w+-]*)\s*$")
 TAG = re.compile(r"<!--\s*docs-test:\s*([\w ,-]+?)\s*-->")
-SUBCOMMANDS = ("check", "diagnose", "demo", "stages", "stamp", "sglang-launch", "fix", "--")
+SUBCOMMANDS = (
+    "check",
+    "diagnose",
+    "demo",
+    "stages",
+    "stamp",
+    "sglang-launch",
+    "fix",
+    "accept",
+    "doctor",
+    "--",
+)
 COMMAND_START = re.compile(
     rf"^(\$ |eagle3-contracts ({'|'.join(SUBCOMMANDS)})(\s|$)|python3? |tox |pip |[A-Z0-9_]+=\S* )"
 )
