@@ -14,6 +14,9 @@ from eagle3_contracts.config import examples
 from eagle3_contracts.config.check import SCHEMA_VERSION, check_drafter
 from eagle3_contracts.config.readers import IDS_FIELD
 
+pytestmark = pytest.mark.usefixtures("wide_output")  # content, not layout (test_width.py)
+
+
 ROW_KEYS = {
     "config",
     "reading",
@@ -334,7 +337,10 @@ def test_real_subprocess_is_torch_free() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_readme_shows_the_current_kimi_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_shows_the_current_kimi_matrix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS")  # the README shows the 100-column default
     code, out, _ = run(capsys, "--example", "kimi-k2.5")
     assert code == 1
     lines = out.splitlines()
