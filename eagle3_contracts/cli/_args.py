@@ -34,6 +34,8 @@ def serving_names(args: argparse.Namespace) -> list[str]:
     also inside one argument). Its values run to the next option, so a DRAFT typed after them
     (``--serve-with vllm drafter/``) lands there: it is moved back to ``args.draft`` when DRAFT
     is missing, and any other path-like value is a usage error naming it."""
+    if not args.serve_with:
+        return []
     from eagle3_contracts.cli import UsageError
     from eagle3_contracts.conventions.lists import split_names
 
