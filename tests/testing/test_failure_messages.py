@@ -29,7 +29,9 @@ def test_still_catchable(eagle3_verify):
 
 def test_a_verify_failure_is_the_message_at_the_callers_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_wrong=WRONG_CAPTURE)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore"
+    )
     result.assert_outcomes(failed=1, passed=1)
     out = result.stdout.str()
     failure = out[out.index("_ test_wrong _") : out.index("short test summary")]
