@@ -14,6 +14,10 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Reports fit COLUMNS, else 100 columns off a terminal. pytest-xdist workers inherit
+    # COLUMNS=80; the outputs the tests and docs pin are the 100-column default, and
+    # tests/cli/test_width.py sets COLUMNS itself.
+    os.environ.pop("COLUMNS", None)
     if config.getoption("hypothesis_profile", default=None):
         return
     from hypothesis import settings

@@ -369,13 +369,96 @@ def _cause(d: Difference, words: Wording) -> str:
 # -- the reports' plain-text tables ---------------------------------------------------------------
 
 
-def text_table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
-    """One line per row, each column padded to its widest cell; trailing spaces stripped."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
+DEFAULT_WIDTH = 100
+"""Columns a report may use when stdout is not a terminal and ``COLUMNS`` is unset."""
+
+MIN_COLUMN = 8
+"""The narrowest a table column is wrapped to."""
+
+
+def terminal_width() -> int:
+    """Columns the reports may use: ``COLUMNS`` when it is a positive integer, else the
+    terminal's width when stdout is one, else ``DEFAULT_WIDTH`` (piped output, files, CI)."""
+    import os
+    import sys
+
+    given = os.environ.get("COLUMNS", "").strip()
+    if given.isascii() and given.isdigit() and int(given) > 0:
+        return max(int(given), 2 * MIN_COLUMN)
+    try:
+        if sys.stdout.isatty():
+            return max(os.get_terminal_size(sys.stdout.fileno()).columns, 2 * MIN_COLUMN)
+    except (AttributeError, OSError, ValueError):  # no real stdout (captured, closed)
+        pass
+    return DEFAULT_WIDTH
+
+
+def _column_widths(natural: list[int], room: int) -> list[int]:
+    """Each column's width within ``room``: the widest columns are narrowed to one common
+    width (never below ``MIN_COLUMN`` nor below what the narrower columns need)."""
+    if sum(natural) <= room:
+        return natural
+    cap = max(natural)
+    while cap > MIN_COLUMN and sum(min(w, cap) for w in natural) > room:
+        cap -= 1
+    return [min(w, cap) for w in natural]
+
+
+def text_table(
+    rows: Sequence[Sequence[str]], indent: str = "", width: int | None = None
+) -> list[str]:
+    """One line per row, each column padded to its widest cell; trailing spaces stripped.
+    A table wider than ``width`` (default ``terminal_width()``) wraps the cells of its widest
+    columns onto continuation lines, the other cells blank there."""
+    import textwrap
+
+    limit = terminal_width() if width is None else width
+    natural = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    widths = _column_widths(natural, limit - len(indent) - 2 * (len(natural) - 1))
+    lines = []
+    for row in rows:
+        cells = [
+            textwrap.wrap(cell, w, break_on_hyphens=False) or [""] if len(cell) > w else [cell]
+            for cell, w in zip(row, widths, strict=True)
+        ]
+        for k in range(max(len(c) for c in cells)):
+            parts = [
+                (c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths, strict=True)
+            ]
+            lines.append(indent + "  ".join(parts).rstrip())
+    return lines
+
+
+COMMANDS = ("eagle3-contracts ", "python ", "$ ")
+"""How the lines that ``fit_text`` never wraps start: commands a reader copies."""
+
+
+def fit_text(text: str, width: int | None = None) -> str:
+    """Every line of a report wrapped to ``width`` (default ``terminal_width()``) at spaces,
+    continuation lines indented under the text of a ``- ``/``* `` item, else by two more
+    spaces than the line; words longer than the width (paths, ids) and command lines
+    (``COMMANDS``) are left whole."""
+    import textwrap
+
+    limit = terminal_width() if width is None else width
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= limit or line.lstrip().startswith(COMMANDS):
+            out.append(line)  # a command line stays whole: it is copied, not read
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        item = line.lstrip()[:2] in ("- ", "* ")
+        hang = lead + ("  " if item else "    ")
+        out += textwrap.wrap(
+            line,
+            limit,
+            initial_indent="",
+            subsequent_indent=hang,
+            break_long_words=False,
+            break_on_hyphens=False,
+            drop_whitespace=True,
+        ) or [line]
+    return "\n".join(out)
 
 
 __all__ = [
@@ -386,11 +469,13 @@ __all__ = [
     "FindingKind",
     "Wording",
     "classify",
+    "fit_text",
     "ids_text",
     "label",
     "say",
     "shift_words",
     "state_name",
+    "terminal_width",
     "text_table",
     "width_text",
 ]

@@ -3,9 +3,10 @@
 Every Markdown file under docs/ is found by a glob, so a new page is covered without touching
 this file. Each fenced block is handled by its language:
 
-* ``python``: the file's blocks run in order in one namespace, with ``__name__ ==
-  "__main__"``, in a scratch directory, under hypothesis's *default* profile (a reader's, not
-  this repository's); every ``test_*`` function a block defines is then called.
+* ``python``: each block runs alone, in a fresh namespace (a reader copies one snippet, not the
+  page), with ``__name__ == "__main__"``, in a scratch directory, under hypothesis's *default*
+  profile (a reader's, not this repository's); every ``test_*`` function it defines is then
+  called.
 * ``console``: each ``$ eagle3-contracts ...`` line runs the installed console script in a
   scratch directory holding the embedded examples (``kimi-k2.5/target.json``, ... as
   ``eagle3_contracts/config/examples/`` ships them); the lines after it are its stdout, compared line by line (a line ``...`` skips any number of
@@ -50,7 +51,18 @@ SHELLS = frozenset({"bash", "sh", "shell"})
 KNOWN = frozenset({"", "text", "python", "console", "json", "ini", *SHELLS})
 FENCE = re.compile(r"^(`{3,})\s*([\w+-]*)\s*$")
 TAG = re.compile(r"<!--\s*docs-test:\s*([\w ,-]+?)\s*-->")
-SUBCOMMANDS = ("check", "diagnose", "demo", "stages", "stamp", "sglang-launch", "fix", "--")
+SUBCOMMANDS = (
+    "check",
+    "diagnose",
+    "demo",
+    "stages",
+    "stamp",
+    "sglang-launch",
+    "fix",
+    "accept",
+    "doctor",
+    "--",
+)
 COMMAND_START = re.compile(
     rf"^(\$ |eagle3-contracts ({'|'.join(SUBCOMMANDS)})(\s|$)|python3? |tox |pip |[A-Z0-9_]+=\S* )"
 )
@@ -119,21 +131,6 @@ def test_every_block_has_a_known_language_and_commands_are_tagged(block: Block) 
 
 
 # -- python -------------------------------------------------------------------------------------
-def _python_files() -> list[Any]:
-    by_file: dict[Path, list[Block]] = {}
-    for b in ALL:
-        if b.lang == "python":
-            by_file.setdefault(b.path, []).append(b)
-    return [
-        pytest.param(
-            blocks,
-            id=str(path.relative_to(ROOT)),
-            marks=[getattr(pytest.mark, t) for t in sorted({t for b in blocks for t in b.tags})],
-        )
-        for path, blocks in by_file.items()
-    ]
-
-
 @contextlib.contextmanager
 def _default_hypothesis_profile() -> Iterator[None]:
     """Hypothesis's own defaults (200 ms deadline, 100 examples), as a reader's project has."""
@@ -147,16 +144,14 @@ def _default_hypothesis_profile() -> Iterator[None]:
         settings.load_profile(before)
 
 
-@pytest.mark.parametrize("blocks", _python_files())
-def test_python_examples_run(
-    blocks: list[Block], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.parametrize("block", _params("python"))
+def test_python_examples_run(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each block runs alone, in a fresh namespace: a reader copies one snippet, not the page."""
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "__main__"}
     with _default_hypothesis_profile():
-        for block in blocks:
-            code = compile(block.text, f"{block.where} (python block)", "exec")
-            exec(code, namespace)
+        code = compile(block.text, f"{block.where} (python block)", "exec")
+        exec(code, namespace)
         for name, fn in list(namespace.items()):
             if name.startswith("test_") and callable(fn) and _takes_no_arguments(fn):
                 fn()

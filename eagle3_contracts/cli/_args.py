@@ -27,3 +27,94 @@ def layer_count(text: str) -> int:
             f"hundred at most)"
         )
     return value
+
+
+def serving_names(args: argparse.Namespace) -> list[str]:
+    """``--serve-with`` as system names (``conventions.lists.split_names``: commas and spaces,
+    also inside one argument). Its values run to the next option, so a DRAFT typed after them
+    (``--serve-with vllm drafter/``) lands there: it is moved back to ``args.draft`` when DRAFT
+    is missing, and any other path-like value is a usage error naming it."""
+    if not args.serve_with:
+        return []
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.conventions.lists import split_names
+
+    names = split_names(args.serve_with)
+    if getattr(args, "draft", "") is None and names and _path_like(names[-1]):
+        args.draft = names.pop()
+    stray = [name for name in names if _path_like(name)]
+    if stray:
+        raise UsageError(
+            f"--serve-with takes system names, got {stray[0]!r}: give one DRAFT, before "
+            "--serve-with or right after its names"
+        )
+    return names
+
+
+def _path_like(text: str) -> bool:
+    """A value that names a file, folder or Hub id rather than a system: system names never
+    hold a slash or end in ``.json``; an existing path counts only when no system has its name."""
+    import os
+
+    if "/" in text or os.sep in text or text.lower().endswith(".json"):
+        return True
+    if not os.path.exists(text):
+        return False
+    from eagle3_contracts.conventions import parse_system
+    from eagle3_contracts.errors import ContractError
+
+    try:
+        parse_system(text, field="--serve-with")
+    except ContractError:
+        return True
+    return False
+
+
+def require_draft(args: argparse.Namespace) -> str:
+    """``args.draft``, or a usage error saying where DRAFT goes."""
+    from eagle3_contracts.cli import UsageError
+
+    if not args.draft:
+        raise UsageError("DRAFT is required: the drafter's directory, config.json or Hub id")
+    return str(args.draft)
+
+
+DRAFTER_MARKERS = ("eagle", "speculator", "draft", "medusa", "mtp")
+"""Words a drafter's ``architectures`` class name holds (``LlamaForCausalLMEagle3``,
+``Eagle3Speculator``); a target model's class holds none of them."""
+
+
+def refuse_target_as_draft(draft: str) -> None:
+    """A usage error when DRAFT is a target model's config: no EAGLE-3 ids in any schema, a
+    model class that is no drafter, and more than one decoder layer. Checked as a drafter it
+    would be 'fed' the engines' defaults and pass, a false ok. Unreadable configs are left to
+    the command's own reader, which names the problem."""
+    from pathlib import Path
+
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.config.readers import (
+        read_draft_config,
+        read_target_config,
+        resolve_model,
+    )
+    from eagle3_contracts.errors import Eagle3ContractsError
+
+    try:
+        local, _ = resolve_model(draft, what="draft")
+        path = Path(local)
+        path = path / "config.json" if path.is_dir() else path
+        config = read_draft_config(path)
+        names = " ".join(config.architectures).lower()
+        if config.schema != "none" or not config.architectures:
+            return
+        if any(marker in names for marker in DRAFTER_MARKERS):
+            return
+        layers = read_target_config(path).num_layers  # nested text_config too (multimodal)
+    except (Eagle3ContractsError, OSError):
+        return
+    if layers > 1:
+        raise UsageError(
+            f"DRAFT {draft} looks like a target model's config ({', '.join(config.architectures)}, "
+            f"{layers} layers, no EAGLE-3 layer ids): give the drafter's config.json or folder as "
+            "DRAFT and this one as --target"
+        )

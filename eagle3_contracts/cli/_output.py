@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from eagle3_contracts.differences import fit_text
+
 Progress = Callable[[str], None]
 
 
@@ -24,10 +26,11 @@ class Report(Protocol):
 
 
 def emit(report: Report, as_json: bool) -> int:
-    """Print ``report`` as indented JSON or as text; return its exit code, also when the
-    reader closed stdout (``| head -1``): the verdict stands whether or not it was read."""
+    """Print ``report`` as indented JSON or as text fitted to the terminal (``fit_text``:
+    ``COLUMNS``, 100 columns when stdout is not a terminal); return its exit code, also when
+    the reader closed stdout (``| head -1``): the verdict stands whether or not it was read."""
     code = report.exit_code
-    say(json.dumps(report.to_dict(), indent=2) if as_json else report.render_text())
+    say(json.dumps(report.to_dict(), indent=2) if as_json else fit_text(report.render_text()))
     return code
 
 

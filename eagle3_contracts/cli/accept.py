@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import argparse
 
-from eagle3_contracts.cli._args import positive_int
+from eagle3_contracts.cli._args import (
+    positive_int,
+    refuse_target_as_draft,
+    require_draft,
+    serving_names,
+)
 from eagle3_contracts.cli._output import emit
 
 COMMAND = "accept"
@@ -20,7 +25,10 @@ HELP = "measure a drafter's acceptance offline on the layers each release feeds 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "draft", metavar="DRAFT", help="the drafter's directory (config.json, *.safetensors)"
+        "draft",
+        nargs="?",  # required: serving_names takes it back from after --serve-with
+        metavar="DRAFT",
+        help="the drafter's directory (config.json, *.safetensors)",
     )
     parser.add_argument(
         "--target",
@@ -104,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli._output import progress, start_torch_work
     from eagle3_contracts.errors import ConfigError
 
-    serve = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
+    serve = serving_names(args)
+    draft = require_draft(args)
+    refuse_target_as_draft(draft)
     given = observed_from_options(args.observed, args.observed_per_position, args.num_drafts)
     if given is not None and args.engine_metrics:
         raise ConfigError(
@@ -118,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     step = progress(args.json)
     start_torch_work(step)
     report = accept(
-        args.draft,
+        draft,
         args.target,
         serve_with=serve,
         wirings=[parse_wiring(w) for w in args.wiring],

@@ -9,9 +9,13 @@ needs d2t/t2d values.
 from __future__ import annotations
 
 import argparse
-import os
 
-from eagle3_contracts.cli._args import layer_count, positive_int
+from eagle3_contracts.cli._args import (
+    layer_count,
+    positive_int,
+    refuse_target_as_draft,
+    serving_names,
+)
 from eagle3_contracts.cli._output import emit
 
 COMMAND = "check"
@@ -121,15 +125,9 @@ def run(args: argparse.Namespace) -> int:
         )
         print("examples: " + ", ".join(examples.names()))
         return 0
+    serve_with = serving_names(args)  # may move a DRAFT typed after --serve-with back
     draft, target, trained_with = args.draft, args.target, args.trained_with
     served = list(args.serve_config)
-    serve_with = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
-    stray = [s for s in serve_with if s.endswith(".json") or os.path.sep in s]
-    if stray:
-        raise UsageError(
-            f"--serve-with takes system names, got {stray[0]!r}: put DRAFT before --serve-with "
-            "(its values run to the next option)"
-        )
     installed_notes: list[str] = []
     if any("==installed" in s.lower() for s in serve_with):  # the engine in this environment
         from eagle3_contracts.probe.installed import resolve_names
@@ -148,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         title = None
     if not draft:
         raise UsageError("DRAFT is required (or --example NAME; --list shows the examples)")
+    if not args.example:
+        refuse_target_as_draft(draft)
     report = check_drafter(
         draft,
         target=target,

@@ -45,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
             ) from None
     result = run_demo(out_dir=args.out, progress=step)
     from eagle3_contracts.cli._output import say
+    from eagle3_contracts.differences import fit_text
 
-    say(result.render_text())
+    say(fit_text(result.render_text()))
     if args.no_acceptance:
         return result.exit_code
     from eagle3_contracts.acceptance.story import run_story
@@ -54,5 +55,5 @@ def run(args: argparse.Namespace) -> int:
     step("acceptance: the drafter run on the layers each release feeds")
     story = run_story()
     say("\n" + "=" * 78 + "\nwhat the wiring costs: acceptance\n" + "=" * 78)
-    say(story.render_text())
+    say(fit_text(story.render_text()))
     return result.exit_code if story.as_scripted else 1

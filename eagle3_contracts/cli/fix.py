@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from eagle3_contracts.cli._args import refuse_target_as_draft, require_draft, serving_names
+
 COMMAND = "fix"
 HELP = "print (or --write) the drafter config each named serving release reads correctly"
 
@@ -22,6 +24,7 @@ HELP = "print (or --write) the drafter config each named serving release reads c
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "draft",
+        nargs="?",  # required: serving_names takes it back from after --serve-with
         metavar="DRAFT",
         help="the drafter's directory or config.json (a Hub id prints the fixed config only)",
     )
@@ -58,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.readers import parse_hub_id, resolve_model
     from eagle3_contracts.stamp import STAMP_KEY
 
-    serve_with = [s.strip() for item in args.serve_with for s in item.split(",") if s.strip()]
+    serve_with = serving_names(args)
+    refuse_target_as_draft(require_draft(args))
     hub = parse_hub_id(args.draft)
     if hub is not None and args.write:
         raise UsageError(

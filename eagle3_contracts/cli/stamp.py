@@ -16,6 +16,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from eagle3_contracts.cli._args import refuse_target_as_draft
+
 if TYPE_CHECKING:
     from eagle3_contracts.stamp import Stamp
 
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
             f"{hub} is a Hub id: its files in the HF cache are shared and never written; "
             f"download it to a folder (hf download {hub.repo_id} --local-dir DIR) and stamp DIR"
         )
+    if not args.show:
+        refuse_target_as_draft(args.draft)  # a stamp never goes into a target's config
     args.draft, _ = resolve_model(args.draft, what="draft")
     args.target = args.target and resolve_model(args.target, what="target")[0]
     try:

@@ -9,6 +9,7 @@ and check the drafter's own coherence (fc width, vocab mapping, norm flags).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from eagle3_contracts.config.readers import (
 )
 from eagle3_contracts.conventions import EngineSpec, SystemName, TrainerSpec, methods, parse_system
 from eagle3_contracts.differences import label as finding_label
-from eagle3_contracts.differences import text_table
+from eagle3_contracts.differences import terminal_width, text_table
 from eagle3_contracts.errors import ConfigError, ContractError
 from eagle3_contracts.layer_ids import check_num_layers
 
@@ -258,7 +259,11 @@ class CheckReport:
             fix = r.fix_label()
             cells = ([r.config] if show_config else []) + ([r.reading] if show_reading else [])
             table.append((*cells, r.system, _answered_for(r.plan), fed, r.verdict, fix))
-        return text_table(table)
+        if max(map(len, text_table(table, width=sys.maxsize))) <= terminal_width():
+            return text_table(table)
+        # too wide for the terminal: the fix column goes, each failing row's details say it
+        lines = text_table([row[:-1] for row in table])
+        return [*lines, "(fix per row: in the details below)"]
 
     def _detail_lines(self, show_config: bool, show_reading: bool) -> list[str]:
         """Per row with something to say: findings, assumptions, notes, stages, the fix."""
@@ -268,10 +273,13 @@ class CheckReport:
             where = " / ".join(x for x in (r.config if show_config else "", r.system) if x)
             if show_reading:
                 where = f"{r.reading}: {where}"
-            lines.append(f"  {where}")
-            lines += [f"    - {f.message}" for f in r.findings]
-            lines += [f"    * assumed: {a}" for a in r.plan.assumptions]
-            lines += [f"    * {note}" for note in r.plan.notes]
+            lines.append(f"  {where}: {r.verdict}")
+            said = [f.message for f in r.findings]
+            lines += [f"    - {message}" for message in said]
+            # the assumption that decides the row (vLLM's runner) first, next to the verdict
+            assumed = sorted(r.plan.assumptions, key=lambda a: not a.startswith("runner "))
+            lines += [f"    * assumed: {a}" for a in assumed]
+            lines += [f"    * {note}" for note in r.plan.notes if not any(note in m for m in said)]
             if r.stages:
                 owned = ", ".join(f"{n}@stage{s}" for n, s in r.stages)
                 lines.append(f"    * pipeline stages owning each id: {owned}")

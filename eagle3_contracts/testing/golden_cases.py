@@ -353,7 +353,13 @@ def assert_capture_golden(record: Mapping[str, Any], golden: Any) -> None:
             for flag, value in saved.items():
                 setattr(golden, flag, value)
         raise AssertionError("not writing this golden: " + "; ".join(errors))
-    assert record == golden
+    if record != golden:  # this module is not assertion-rewritten: say the diff ourselves
+        diff = [line for line in getattr(golden, "get_assert_diff", list)() if line.strip()]
+        if any("does not exist" in line for line in diff):  # syrupy's word for a missing file
+            from eagle3_contracts.testing.goldens import MISSING_GOLDEN
+
+            raise AssertionError(MISSING_GOLDEN)
+        raise AssertionError("\n".join(["golden differs from the stored one:", *diff]))
     assert not errors, "; ".join(errors)
 
 

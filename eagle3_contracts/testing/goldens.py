@@ -326,6 +326,13 @@ def _parse(text: Any) -> tuple[dict[str, Any] | None, str]:
 
 
 # -- the syrupy extension ---------------------------------------------------------------
+MISSING_GOLDEN = (
+    "no golden stored yet: write it with `pytest --snapshot-update -n 0` (serially), then "
+    "review `git diff goldens/`"
+)
+"""What a comparison with a golden that was never written says (the diff and the helpers)."""
+
+
 class GoldenExtension(SingleFileSnapshotExtension):
     """syrupy extension: one JSON golden per assertion under the top-level ``goldens/``.
 
@@ -399,7 +406,7 @@ class GoldenExtension(SingleFileSnapshotExtension):
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
         if not snapshot_data:
-            yield "no golden stored yet: write it with --snapshot-update (serially, -n 0)"
+            yield MISSING_GOLDEN
             return
         golden, why = _parse(snapshot_data)
         if golden is None:

@@ -188,7 +188,7 @@ def _check_system_names(config: pytest.Config) -> None:
     from eagle3_contracts.config.check import check_system_name
     from eagle3_contracts.errors import ContractError
 
-    named = [("eagle3_serve_with", s, True) for s in config.getini("eagle3_serve_with")]
+    named = [("eagle3_serve_with", s, True) for s in serve_with(config)]
     trained = config.getini("eagle3_trained_with").strip()
     named += [("eagle3_trained_with", trained, False)] if trained else []
     for option, name, serving in named:
@@ -198,6 +198,21 @@ def _check_system_names(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{option} {name!r}: {exc}") from None
 
 
+def serve_with(config: pytest.Config) -> list[str]:
+    """``eagle3_serve_with`` split as ``--serve-with`` is (``conventions.lists.split_names``):
+    ``sglang==0.5.23, vllm`` and ``sglang==0.5.23 vllm`` name the same two systems."""
+    from eagle3_contracts.conventions.lists import split_names
+
+    return split_names(config.getini("eagle3_serve_with"))
+
+
+def config_patterns(config: pytest.Config) -> list[str]:
+    """``eagle3_configs``: one glob or Hub id per line, or several on a line separated by
+    commas (paths may hold spaces, so only commas split a line)."""
+    lines = config.getini("eagle3_configs")
+    return [part.strip() for line in lines for part in line.split(",") if part.strip()]
+
+
 def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:
     """The drafter configs ``eagle3_configs`` names; a usage error for a glob that names none,
     or only files this run will not collect."""
@@ -205,7 +220,7 @@ def _resolve_config_globs(config: pytest.Config) -> frozenset[Path]:
     default_run = config.args_source is not pytest.Config.ArgsSource.ARGS
     roots = [Path(a.split("::")[0]).resolve() for a in config.args]
     found: set[Path] = set()
-    for pattern in (g.strip() for g in config.getini("eagle3_configs")):
+    for pattern in config_patterns(config):
         if not pattern or _hub_draft(config, pattern):
             continue
         try:
@@ -289,7 +304,7 @@ class DrafterConfigFile(pytest.File):
     hub_id: str | None = None  # the Hub id it was resolved from (HF cache), if any
 
     def collect(self) -> Iterator[pytest.Item]:
-        systems = self.config.getini("eagle3_serve_with")
+        systems = serve_with(self.config)
         if not systems:
             yield DrafterServeItem.from_parent(self, name="serve[default engines]", system=None)
             return
@@ -404,8 +419,13 @@ def eagle3_hf_target() -> Callable[..., Any]:
 
 @pytest.fixture
 def eagle3_verify(eagle3_tiny_target: Any, eagle3_contract: CaptureContract) -> Callable[..., Any]:
-    """``verify(capture_fn, model=tiny target, contract=tiny contract, input_ids=None)``."""
+    """``verify(capture_fn, model=tiny target, contract=tiny contract, input_ids=None)``.
+
+    A failure is the ``ContractViolation`` alone (still catchable with ``pytest.raises``): its
+    traceback starts at the caller's line, so pytest prints the test and the message, not the
+    verifier's source."""
     from eagle3_contracts.capture.verify import verify_capture
+    from eagle3_contracts.errors import ContractViolation
 
     def verify(
         capture_fn: Callable[..., Any],
@@ -413,11 +433,15 @@ def eagle3_verify(eagle3_tiny_target: Any, eagle3_contract: CaptureContract) -> 
         contract: CaptureContract | None = None,
         input_ids: Any = None,
     ) -> Any:
-        return verify_capture(
-            capture_fn,
-            eagle3_tiny_target if model is None else model,
-            eagle3_contract if contract is None else contract,
-            input_ids,
-        )
+        __tracebackhide__ = True
+        try:
+            return verify_capture(
+                capture_fn,
+                eagle3_tiny_target if model is None else model,
+                eagle3_contract if contract is None else contract,
+                input_ids,
+            )
+        except ContractViolation as exc:
+            raise exc.with_traceback(None) from None
 
     return verify

@@ -14,6 +14,9 @@ from eagle3_contracts.config import examples
 from eagle3_contracts.config.check import SCHEMA_VERSION, check_drafter
 from eagle3_contracts.config.readers import IDS_FIELD
 
+pytestmark = pytest.mark.usefixtures("wide_output")  # content, not layout (test_width.py)
+
+
 ROW_KEYS = {
     "config",
     "reading",
@@ -283,7 +286,8 @@ def test_check_drafter_api_for_the_plugin() -> None:
             "sglang==0.5.23:v1",  # only vLLM has model runners
         ],
         ["{draft}", "--num-layers", "4", "--hidden-size", "8", "--serve-with", "vllm:v3"],
-        ["--serve-with", "sglang", "{draft}", "--num-layers", "4", "--hidden-size", "8"],
+        # a DRAFT after --serve-with is the draft (tests/cli/test_args.py); two of them are not
+        ["{draft}", "--serve-with", "sglang", "{draft}", "--num-layers", "4", "--hidden-size", "8"],
     ],
 )
 def test_bad_input_exits_2_with_one_line(
@@ -333,7 +337,10 @@ def test_real_subprocess_is_torch_free() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_readme_shows_the_current_kimi_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_shows_the_current_kimi_matrix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS")  # the README shows the 100-column default
     code, out, _ = run(capsys, "--example", "kimi-k2.5")
     assert code == 1
     lines = out.splitlines()

@@ -17,6 +17,9 @@ from eagle3_contracts.config import examples
 from eagle3_contracts.stamp import ENV_TRAINED_WITH, RETIRED_ENV_TRAINED_WITH, STAMP_KEY
 from tests.cli._entry import entry_env, entry_point, run_entry
 
+pytestmark = pytest.mark.usefixtures("wide_output")  # content, not layout (test_width.py)
+
+
 KIMI = Path(examples.__file__).parent / "kimi-k2.5"
 
 

@@ -15,6 +15,8 @@ from eagle3_contracts.dumps.format import write_dump
 from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
 from tests.dumps.cases import BAD_DUMPS, BadDump
 
+pytestmark = pytest.mark.usefixtures("wide_output")  # content, not layout (test_width.py)
+
 SEED = 3
 
 

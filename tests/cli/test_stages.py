@@ -12,6 +12,8 @@ from eagle3_contracts.config import examples
 from eagle3_contracts.parallel import LayerPartition, pipeline_risks
 from eagle3_contracts.parallel.report import stages_report
 
+pytestmark = pytest.mark.usefixtures("wide_output")  # content, not layout (test_width.py)
+
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(["stages", *argv])

@@ -1,5 +1,5 @@
-"""The README's Hub-id ``check`` and ``fix --write`` round trip, run as written (installed
-entry point, a local HF cache, offline): every output line shown appears, in order."""
+"""The Hub-id ``check`` and ``fix --write`` round trip of docs/readme/check.md, run as written
+(installed entry point, a local HF cache, offline): every output line shown appears, in order."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.hub._cache import add_repo, config_bytes
 
-README = Path(__file__).parents[2] / "README.md"
+PAGE = Path(__file__).parents[2] / "docs" / "readme" / "check.md"
 MARK = "<!-- hub-fix-example:"
 TARGET = {
     "architectures": ["LlamaForCausalLM"],
@@ -34,7 +34,7 @@ DRAFT = {
 
 
 def _session() -> list[tuple[str, list[str]]]:
-    text = README.read_text()
+    text = PAGE.read_text()
     block = text[text.index(MARK) :]
     block = block[block.index("```console\n") + 11 :]
     block = block[: block.index("\n```")]

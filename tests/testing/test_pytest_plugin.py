@@ -24,11 +24,20 @@ def _drafter_repo(pytester: pytest.Pytester, ini: str) -> None:
     pytester.makeini(f"[pytest]\ntestpaths = drafters\n{ini}")
 
 
-def test_each_config_becomes_one_item_per_serving_system(pytester):
+@pytest.mark.parametrize(
+    "configs, serve",
+    [
+        ("drafters/*/config.json", "sglang-legacy sglang"),
+        # lists split as the command line splits them: eagle3_serve_with as --serve-with
+        # (commas and spaces), eagle3_configs at commas (paths may hold spaces)
+        ("drafters/kimi/config.json, drafters/kimi-copy/config.json", "sglang-legacy, sglang"),
+        ("drafters/kimi/config.json,drafters/kimi-copy/config.json", "sglang-legacy,sglang"),
+    ],
+)
+def test_each_config_becomes_one_item_per_serving_system(pytester, configs, serve):
     _drafter_repo(
         pytester,
-        "eagle3_configs = drafters/*/config.json\n"
-        "eagle3_serve_with = sglang-legacy sglang\n"
+        f"eagle3_configs = {configs}\neagle3_serve_with = {serve}\n"
         "eagle3_trained_with = specforge-hf\n",
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-v")
@@ -37,6 +46,7 @@ def test_each_config_becomes_one_item_per_serving_system(pytester):
         [
             "*drafters/kimi/config.json::serve[[]sglang-legacy[]] PASSED*",
             "*drafters/kimi/config.json::serve[[]sglang[]] FAILED*",
+            "*drafters/kimi-copy/config.json::serve[[]sglang-legacy[]] PASSED*",
         ]
     )
     # the failure is the core findings, not a traceback

@@ -75,7 +75,7 @@ from eagle3_contracts.integrations._report import (
     cannot_observe_line,
     not_applicable_line,
 )
-from eagle3_contracts.integrations.vllm.settings import Settings
+from eagle3_contracts.integrations.vllm.settings import CHECKED_RELEASES, Settings
 from eagle3_contracts.integrations.vllm.verdict import (
     GuardVerdict,
     Recorded,
@@ -584,9 +584,6 @@ def predict_at_start(session: Session) -> None:
     if session.settings.strict:
         raise WiringMismatch(f"{line} (EAGLE3_CONTRACTS_GUARD=strict: refusing to start)")
 
-
-CHECKED_RELEASES = ("0.32.0", "0.33.0")
-"""vLLM releases whose runner code (the file:line facts above) the plugin was checked against."""
 
 RUNNER_NAMES = {"v1": "model runner V1", "v2": "model runner V2"}
 

@@ -18,6 +18,10 @@ DEFAULT_GUARD_TOKENS = 32
 MAX_GUARD_TOKENS = 65536  # prefill tokens recorded per layer: bounds the guard's memory
 _ASCII_DIGITS = re.compile(r"[0-9]{1,9}")
 
+CHECKED_RELEASES = ("0.32.0", "0.33.0")
+"""vLLM releases whose runner code (the file:line facts in ``engine.py``) the plugin was checked
+against; torch-free here so that ``doctor`` can say it without importing torch."""
+
 
 @dataclass(frozen=True)
 class Settings:
