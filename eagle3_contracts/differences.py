@@ -429,15 +429,19 @@ def text_table(
     return lines
 
 
-COMMANDS = ("eagle3-contracts ", "python ", "$ ")
-"""How the lines that ``fit_text`` never wraps start: commands a reader copies."""
+COMMANDS = ("eagle3-contracts ", "python ", "$ ", "result: ")
+"""How the lines that ``fit_text`` never wraps start: commands a reader copies, and the one
+``result:`` line a script reads as the last line."""
+
+_GLUE = "\x00"  # stands for a space inside a `quoted command` while a line is wrapped
 
 
 def fit_text(text: str, width: int | None = None) -> str:
     """Every line of a report wrapped to ``width`` (default ``terminal_width()``) at spaces,
     continuation lines indented under the text of a ``- ``/``* `` item, else by two more
-    spaces than the line; words longer than the width (paths, ids) and command lines
-    (``COMMANDS``) are left whole."""
+    spaces than the line; words longer than the width (paths, ids), command lines
+    (``COMMANDS``) and a `backquoted command` inside a line are left whole."""
+    import re
     import textwrap
 
     limit = terminal_width() if width is None else width
@@ -449,15 +453,17 @@ def fit_text(text: str, width: int | None = None) -> str:
         lead = line[: len(line) - len(line.lstrip())]
         item = line.lstrip()[:2] in ("- ", "* ")
         hang = lead + ("  " if item else "    ")
-        out += textwrap.wrap(
-            line,
+        glued = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", _GLUE), line)
+        wrapped = textwrap.wrap(
+            glued,
             limit,
             initial_indent="",
             subsequent_indent=hang,
             break_long_words=False,
             break_on_hyphens=False,
             drop_whitespace=True,
-        ) or [line]
+        )
+        out += [w.replace(_GLUE, " ") for w in wrapped] or [line]
     return "\n".join(out)
 
 

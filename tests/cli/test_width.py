@@ -113,3 +113,23 @@ def test_a_note_is_said_once_and_the_runner_next_to_the_verdict(
         at = lines.index(row)
         assert lines[at + 1].startswith("    - shifted by -1")
         assert lines[at + 2].startswith("    * assumed: runner v2 (the release's default")
+
+
+@given(
+    before=st.lists(WORDS, min_size=1, max_size=20),
+    command=st.lists(WORDS, min_size=2, max_size=8),
+    width=st.integers(2 * MIN_COLUMN, 120),
+)
+def test_a_backquoted_command_in_prose_stays_on_one_line(
+    before: list[str], command: list[str], width: int
+) -> None:
+    quoted = "`" + " ".join(command) + "`"
+    line = " ".join(before) + " run " + quoted + " then"
+    out = fit_text(line, width).split("\n")
+    assert any(quoted in o for o in out)  # copied whole, never split at its spaces
+    assert [w for o in out for w in o.split()] == line.split()
+
+
+def test_the_result_line_is_never_wrapped() -> None:
+    line = "result: " + " ".join(["word"] * 60) + " (exit 1)"
+    assert fit_text(line, 60) == line  # scripts read it as the last line

@@ -111,7 +111,7 @@ def test_no_installed_engine_is_one_clear_error(env: Path) -> None:
 
 
 def test_check_serves_with_the_installed_engine_and_notes_the_patch(
-    env: Path, capsys: pytest.CaptureFixture[str]
+    env: Path, capsys: pytest.CaptureFixture[str], wide_output: None
 ) -> None:
     from eagle3_contracts.cli import main
 
