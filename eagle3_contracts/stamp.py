@@ -309,17 +309,6 @@ def trained_with_env(environ: Mapping[str, str] | None = None) -> str | None:
     return value or None
 
 
-def claim_trained_with(
-    draft: str | os.PathLike[str] | Mapping[str, Any],
-    trained_with: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> tuple[str | None, str]:
-    """The trainer name a config-level tool (``check``) reads the drafter with, and the
-    sentence saying where it came from (``claim_source``)."""
-    claim = claim_source(draft, trained_with, environ)
-    return claim.trained_with, claim.describe()
-
-
 # -- writing ---------------------------------------------------------------------------------
 def write_stamp(draft: str | os.PathLike[str], stamp: Stamp) -> Path:
     """Add (or replace) the stamp block in the drafter's ``config.json``; return its path.
@@ -352,7 +341,6 @@ __all__ = [
     "ClaimSource",
     "Stamp",
     "claim_source",
-    "claim_trained_with",
     "parse_stamp",
     "read_stamp",
     "resolve_claim",

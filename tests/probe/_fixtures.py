@@ -33,3 +33,16 @@ class LlamaForCausalLM:
 EntryClass = [LlamaForCausalLM]
 """
 """The entry class: SGLang's "+1 always" setter and its ``EntryClass`` registration."""
+
+# An SGLang model runner that reads the nested ids and hands them to the target's setter.
+RUNNER = """
+class ModelRunner:
+    def init(self, server_args):
+        draft_model_config = ModelConfig.from_server_args(server_args, is_draft_model=True)
+        try:
+            eagle_config = getattr(draft_model_config.hf_config, "eagle_config", None)
+            ids = eagle_config["eagle_aux_hidden_state_layer_ids"]
+        except:
+            ids = None
+        self.model.set_eagle3_layers_to_capture(ids)
+"""

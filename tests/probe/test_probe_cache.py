@@ -22,20 +22,9 @@ from eagle3_contracts.probe import fetch
 from eagle3_contracts.probe.__main__ import main
 from eagle3_contracts.probe.frameworks import FRAMEWORKS, SGLANG
 
-from ._fixtures import BEFORE_LAYER, CAUSAL_LM
+from ._fixtures import BEFORE_LAYER, CAUSAL_LM, RUNNER
 
 PACKAGE = Path(eagle3_contracts.__file__).resolve().parent
-RUNNER = """
-class ModelRunner:
-    def init(self, server_args):
-        draft_model_config = ModelConfig.from_server_args(server_args, is_draft_model=True)
-        try:
-            eagle_config = getattr(draft_model_config.hf_config, "eagle_config", None)
-            ids = eagle_config["eagle_aux_hidden_state_layer_ids"]
-        except:
-            ids = None
-        self.model.set_eagle3_layers_to_capture(ids)
-"""
 LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 64}
 DRAFT = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 15, 28]}}
 

@@ -12,21 +12,9 @@ from eagle3_contracts.probe import render
 from eagle3_contracts.probe.frameworks import SGLANG
 from eagle3_contracts.probe.tables import build_table, dumps
 
-from ._fixtures import BEFORE_LAYER, CAUSAL_LM
+from ._fixtures import BEFORE_LAYER, CAUSAL_LM, RUNNER
 
 MODEL = BEFORE_LAYER + CAUSAL_LM
-
-RUNNER = """
-class ModelRunner:
-    def init(self, server_args):
-        draft_model_config = ModelConfig.from_server_args(server_args, is_draft_model=True)
-        try:
-            eagle_config = getattr(draft_model_config.hf_config, "eagle_config", None)
-            ids = eagle_config["eagle_aux_hidden_state_layer_ids"]
-        except:
-            ids = None
-        self.model.set_eagle3_layers_to_capture(ids)
-"""
 
 
 def _tree(tmp_path: Path, model: str = MODEL) -> Path:
