@@ -63,8 +63,9 @@ ENGINES: tuple[str, ...] = tuple(f.value for f in Framework)
 RUNNERS: tuple[str, ...] = ("v1", "v2")
 """vLLM model runners (``vllm/config/vllm.py`` ``use_v2_model_runner``)."""
 
-TRAINER_NEWEST: dict[str, str] = {"specforge": "0.2.0"}
-"""Unversioned trainer names -> their newest probed release (``data/trainers/``)."""
+TRAINER_NEWEST: dict[str, str] = {"specforge": "0.2.0", "zlab-dflash": "0.1.0"}
+"""Unversioned trainer names -> their newest read release (``data/trainers/``; z-lab's DFlash
+code, github z-lab/dflash pyproject.toml version 0.1.0, is read in ``conventions.trainers``)."""
 
 TRAINER_DEFAULTS: dict[str, str] = {k: f"{k}=={v}" for k, v in TRAINER_NEWEST.items()}
 """Unversioned trainer names -> the release they stand for (``specforge==0.2.0``)."""
@@ -73,8 +74,10 @@ ALIASES: dict[str, str] = {
     "sglang-legacy": "sglang==0.5.12",
     "sglang-gpt-oss": "sglang==0.5.17",
     "vllm-nested": "vllm==0.33.0:v1",
+    "z-lab-dflash": "zlab-dflash",
 }
-"""Older names that stand for one release (and runner). The unversioned engine names are not
+"""Older names that stand for one release (and runner), and other spellings of a trainer's
+name (``z-lab-dflash``). The unversioned engine names are not
 aliases of a fixed release: ``sglang``/``vllm`` are the newest probed release, applied to the
 target's own model file (and, for vLLM, the release's default runner for it)."""
 

@@ -6,6 +6,12 @@ engine release whose captures are its training features (``conventions/data/trai
 capture engine (``predict.predict_feed(..., explicit_ids=ids)``) which layers it captures for
 the target's model file. ``predict.predict_system`` answers any system name: an engine
 release's feed, or a trainer release's training features.
+
+Block-draft drafters (DFlash, Domino, DSpark, Nemotron-3.5) are answered by
+``predict_block_trainer`` from ``BLOCK_TRAINERS``: SpecForge 0.2.0's DFlash-family recipes and
+z-lab's DFlash code (``zlab-dflash``), each read from its source (file:line in the entries):
+which field holds the ids, the default without them, the offset (id N = HF
+``hidden_states[N + 1]``, the output of layer N) and its refusals.
 """
 
 from __future__ import annotations
@@ -108,20 +114,30 @@ def method_claim(draft_config: Mapping[str, Any], target_config: TargetLike) -> 
     )
 
 
+EAGLE3_TRAINERS: frozenset[str] = frozenset({"specforge==0.2.0"})
+"""Trainer releases with a probed EAGLE-3 table (``data/trainers/``)."""
+
+
 def predict_trainer(
     spec: TrainerSpec, draft_config: Mapping[str, Any], target_config: TargetLike
 ) -> Feed:
     """The canonical features a trainer release (``specforge==0.2.0``; ``specforge`` = its
     newest release) trained the drafter ``draft_config`` on, for the target."""
-    claim = method_claim(draft_config, target_config)
-    if claim is not None:  # SpecForge's DFlash/DSpark recipes capture layer outputs
-        return replace(claim, release=spec.release)
     assumptions: list[str] = []
     if spec.version is None:
-        assumptions.append(
-            f"unversioned {spec.key!r} = its newest release {spec.release} with its "
-            "default (only) backend sglang"
+        assumptions.append(f"unversioned {spec.key!r} = its newest release {spec.release}")
+    method = methods.detect(draft_config)
+    block = BLOCK_TRAINERS.get(spec.release)
+    if method.block and block is not None:
+        return predict_block_trainer(block, method, draft_config, target_config, tuple(assumptions))
+    if spec.release not in EAGLE3_TRAINERS:
+        raise ContractError(
+            f"{spec.release} trains {', '.join(block.methods) if block else 'no'} drafters; "
+            f"this config is {methods.describe(method)}: name the trainer that trained it",
+            field="trained_with",
         )
+    if spec.version is None:
+        assumptions[-1] += " with its default (only) backend sglang"
     trainer = trainer_release(spec.release)
     n = target_facts(target_config).num_layers
     eagle = draft_config.get("eagle_config")
@@ -198,3 +214,275 @@ def _refusals(trainer: TrainerRelease, ids: list[int], num_layers: int) -> list[
     if trainer.below_depth and any(i >= n for i in ids):
         refused.append(f"ids {[i for i in ids if i >= n]} exceed the target depth {n}")
     return refused
+
+
+# -- the block-draft family (DFlash, DFlash2, Domino, DSpark, Nemotron-3.5 drafts) ---------
+
+
+@dataclass(frozen=True)
+class BlockTrainer:
+    """How one trainer reads a block-draft drafter's taps, read from its code (file:line)."""
+
+    release: str  # "zlab-dflash==0.1.0"
+    methods: tuple[str, ...]  # ``methods.Method.name`` values it trains
+    trains: str  # where the methods are registered
+    reads: str  # the one field it reads the ids from
+    needs_section: bool  # the drafter does not load without a ``dflash_config`` object
+    default: str  # where its default (build_target_layer_ids) is
+    offset: str  # where id N becomes HF hidden_states[N + 1] (the output of layer N)
+    writes: str  # which fields its checkpoints carry
+    refuses: str  # its refusals of the resolved ids ("" = none)
+    capture: str  # how its training features are captured
+    engine: str | None  # the pinned capture engine ("sglang==0.5.14"), None: the HF forward
+
+
+_SF = "specforge 0.2.0 specforge/"
+_ZL = "z-lab/dflash@44947fb dflash/model.py"
+
+SPECFORGE_DFLASH_FILES: frozenset[str] = frozenset(
+    {
+        "deepseek_v2.py",
+        "gemma4_causal.py",
+        "gemma4_mm.py",
+        "glm4_moe_lite.py",
+        "gpt_oss.py",
+        "kimi_k25.py",
+        "llama.py",
+        "qwen3.py",
+        "qwen3_5.py",  # its entry classes inherit qwen3_vl.py:1301
+        "qwen3_moe.py",
+        "qwen3_next.py",
+        "qwen3_vl.py",
+    }
+)
+"""sglang 0.5.14 model files (SpecForge 0.2.0's pinned capture engine) whose model class has
+``set_dflash_layers_to_capture``; each stores id + 1 before layer id + 1, the output of layer
+id (qwen3.py:717-719, llama.py:836). No 0.5.14 file defines ``set_dspark_layers_to_capture``."""
+
+BLOCK_TRAINERS: dict[str, BlockTrainer] = {
+    "specforge==0.2.0": BlockTrainer(
+        release="specforge==0.2.0",
+        methods=("dflash", "domino", "dspark", "nemotron-3.5"),
+        trains=f"{_SF}algorithms/builtin.py:16 (eagle3, peagle, dflash, domino, dspark; no DFlash2)",
+        reads="dflash_config.target_layer_ids",
+        needs_section=False,
+        default=(
+            f"{_SF}modeling/draft/dflash.py:355-359 (dflash_config.target_layer_ids, else "
+            "build_target_layer_ids(num_target_layers, num_hidden_layers)); its offline capture "
+            "reads only the ids and raises without them (algorithms/model_providers.py:230-241), "
+            "unless model.draft_num_hidden_layers writes them (model_providers.py:491-501)"
+        ),
+        offset=(
+            f"{_SF}modeling/draft/dflash.py:284-293 extract_context_feature: hidden_states["
+            "layer_id + 1]; the capture engine's set_dflash_layers_to_capture stores id + 1 "
+            "(sglang 0.5.14 qwen3.py:717-719)"
+        ),
+        writes=(
+            f"dflash_config.target_layer_ids = the resolved ids ({_SF}algorithms/"
+            "model_providers.py:345); DSpark and Domino read the same ids (algorithms/dspark/"
+            "providers.py:89-92, domino/providers.py:102-105): top-level target_layer_ids and "
+            "dspark_target_layer_ids are never read"
+        ),
+        refuses=(
+            f"{_SF}application/composition.py:93-114 (offline capture): ids must be distinct, "
+            "non-negative and below the target depth"
+        ),
+        capture=(
+            f"{_SF}offline_capture/sglang_backend/capture.py:97-113: the target's "
+            "set_dflash_layers_to_capture (DSpark: set_dspark_layers_to_capture) in the pinned "
+            "sglang 0.5.14, else RuntimeError"
+        ),
+        engine="sglang==0.5.14",
+    ),
+    "zlab-dflash==0.1.0": BlockTrainer(
+        release="zlab-dflash==0.1.0",
+        methods=("dflash", "nemotron-3.5"),
+        trains=(
+            f"{_ZL}:302-317 DFlashDraftModel (the repository ships the drafter's model code; "
+            "README.md:32: the training recipe is not published)"
+        ),
+        reads="dflash_config.target_layer_ids",
+        needs_section=True,
+        default=(
+            f"{_ZL}:312-314 (self.config.dflash_config.get('target_layer_ids', "
+            "build_target_layer_ids(config.num_target_layers, config.num_hidden_layers)))"
+        ),
+        offset=f"{_ZL}:39-45 extract_context_feature: offset = 1, hidden_states[layer_id + 1]",
+        writes=(
+            "nothing: it reads dflash_config.target_layer_ids and num_target_layers from the "
+            "checkpoint's config (model.py:312-314); top-level target_layer_ids is never read"
+        ),
+        refuses="",
+        capture=f"the HF forward with output_hidden_states ({_ZL}:93, 99)",
+        engine=None,
+    ),
+}
+"""The trainers of block-draft drafters; ``--trained-with`` resolves to one of these."""
+
+
+def block_trainer(spec: TrainerSpec) -> BlockTrainer | None:
+    """How ``spec`` trains block-draft drafters (``None``: it trains none)."""
+    return BLOCK_TRAINERS.get(spec.release)
+
+
+def predict_block_trainer(
+    trainer: BlockTrainer,
+    method: methods.Method,
+    draft_config: Mapping[str, Any],
+    target_config: TargetLike,
+    assumptions: tuple[str, ...] = (),
+) -> Feed:
+    """The canonical features ``trainer`` trained the block-draft drafter on: its ids read as
+    ``trainer.reads`` says, as layer outputs; its refusals as a ``crash``."""
+    if method.name not in trainer.methods:
+        raise ContractError(
+            f"{trainer.release} trains {', '.join(trainer.methods)} drafters ({trainer.trains}); "
+            f"this config is {method.label}: name the trainer that trained it",
+            field="trained_with",
+        )
+    target = target_facts(target_config)
+    notes: list[str] = []
+    said = [
+        *assumptions,
+        f"{method.label} drafter trained by {trainer.release}: {trainer.offset}",
+        *_unread_fields(trainer, draft_config),  # printed with the claim (an engine reads them)
+    ]
+    native = _block_native(trainer, draft_config)
+    refused = _block_refusal(trainer, method, draft_config, target, native)
+    ids = native if native is not None else _block_default(draft_config)
+    if refused is None and ids is None:
+        refused = (
+            f"no {trainer.reads} and no num_target_layers / num_hidden_layers to build its "
+            f"default from ({trainer.default})"
+        )
+    feed = Feed(
+        kind="segments",
+        canonical=(),
+        width_states=None,
+        crash=None,
+        release=trainer.release,
+        runner=None,
+        model_file="",
+        source=f"{trainer.trains}; reads {trainer.reads}: {trainer.default}; {trainer.capture}",
+        native_ids=native,
+        ids_source=trainer.reads if native is not None else "default",
+        read_path=trainer.reads,
+    )
+    if refused is not None:
+        notes.append(f"{trainer.release} refuses this config: {refused}")
+        return replace(
+            feed, kind="crash", crash="trainer-refused", notes=tuple(notes), assumptions=tuple(said)
+        )
+    assert ids is not None
+    if native is None:
+        layers = methods.draft_layers(draft_config)
+        said.append(
+            f"no {trainer.reads}: {trainer.release}'s default build_target_layer_ids("
+            f"num_target_layers={_trained_depth(draft_config)}, draft layers={layers}) = "
+            f"{list(ids)} ({trainer.default})"
+        )
+    if trainer.engine and method is not methods.DSPARK and _capture_file(target) is None:
+        said.append(
+            "the target's sglang 0.5.14 model file is not in its table: assumed its model class "
+            "has set_dflash_layers_to_capture (id + 1, qwen3.py:717-719)"
+        )
+    if method is methods.DSPARK and trainer.engine:
+        said.append(
+            "DSpark features captured through set_dspark_layers_to_capture, which no sglang "
+            "0.5.14 model file defines (capture.py:107-112 raises there): assumed captured as "
+            "its set_dflash_layers_to_capture does, the output of layer id"
+        )
+    return replace(
+        feed,
+        canonical=tuple(ids),
+        width_states=len(ids),  # its fc takes len(target_layer_ids) states (dflash.py:361-365)
+        notes=tuple(notes),
+        assumptions=tuple(said),
+    )
+
+
+def _block_native(trainer: BlockTrainer, draft: Mapping[str, Any]) -> tuple[int, ...] | None:
+    value = methods.at_path(draft, trainer.reads)
+    return None if value is None else methods.int_ids(value, trainer.reads)
+
+
+def _trained_depth(draft: Mapping[str, Any]) -> Any:
+    """``num_target_layers`` as the trainers read it (top level; SGLang also reads it nested)."""
+    return draft.get("num_target_layers", methods.at_path(draft, "dflash_config.num_target_layers"))
+
+
+def _block_default(draft: Mapping[str, Any]) -> tuple[int, ...] | None:
+    depth, layers = _trained_depth(draft), methods.draft_layers(draft)
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth <= 0 or layers is None:
+        return None
+    return tuple(_trainer_default(depth, layers))
+
+
+def _unread_fields(trainer: BlockTrainer, draft: Mapping[str, Any]) -> list[str]:
+    """Tap fields the config carries that the trainer never reads (engines may read them)."""
+    return [
+        f"{path} = {methods.at_path(draft, path)} is not read by {trainer.release} ({trainer.writes})"
+        for path in ("target_layer_ids", "dspark_target_layer_ids")
+        if path != trainer.reads and methods.at_path(draft, path) is not None
+    ]
+
+
+def _trainer_default(num_target_layers: int, num_draft_layers: int) -> list[int]:
+    """The trainers' build_target_layer_ids (z-lab model.py:27-37, specforge 0.2.0
+    modeling/draft/dflash.py:271-281): SGLang's helper without its depth check."""
+    if num_draft_layers == 1:
+        return [num_target_layers // 2]
+    span = num_target_layers - 3 - 1
+    return [round(1 + (i * span) / (num_draft_layers - 1)) for i in range(num_draft_layers)]
+
+
+def _block_refusal(
+    trainer: BlockTrainer,
+    method: methods.Method,
+    draft: Mapping[str, Any],
+    target: Any,
+    native: tuple[int, ...] | None,
+) -> str | None:
+    """Why the trainer cannot train this drafter on this target (``None``: it can)."""
+    n = target.num_layers
+    if trainer.needs_section and not isinstance(draft.get("dflash_config"), Mapping):
+        return f"no dflash_config object, which its drafter reads at load ({trainer.default})"
+    ids = native if native is not None else _block_default(draft) or ()
+    if not trainer.refuses:
+        if any(i < -1 or i >= n for i in ids):
+            return (
+                f"ids {list(ids)} on a {n}-layer target: hidden_states[id + 1] ({trainer.offset})"
+                " is past the tuple or wraps to its end, which no canonical id names"
+            )
+        return None
+    if len(set(ids)) != len(ids) or any(i < 0 or i >= n for i in ids):
+        return f"ids {list(ids)} on a {n}-layer target ({trainer.refuses})"
+    if trainer.engine is None or method is methods.DSPARK:
+        return None
+    return _capture_refusal(target)
+
+
+def _capture_file(target: Any) -> str | None:
+    """The target's model file in sglang 0.5.14 (``None`` when its table has none)."""
+    try:
+        key = releases.model_file_for(
+            releases.load_table("sglang", "0.5.14"),
+            model_type=target.model_type,
+            architectures=target.architectures,
+        )
+    except ContractError:
+        return None
+    return key.split(":", 1)[0]
+
+
+def _capture_refusal(target: Any) -> str | None:
+    """SpecForge 0.2.0's capture refusal of a target whose sglang 0.5.14 model class has no
+    ``set_dflash_layers_to_capture`` (``None`` when it has one or the file is not known: the
+    feed's assumptions say which)."""
+    file = _capture_file(target)
+    if file is None or file in SPECFORGE_DFLASH_FILES:
+        return None
+    return (
+        f"sglang 0.5.14 {file} has no set_dflash_layers_to_capture, so its offline capture "
+        "raises RuntimeError (specforge/offline_capture/sglang_backend/capture.py:107-112)"
+    )
