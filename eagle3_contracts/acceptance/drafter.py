@@ -53,6 +53,44 @@ _UNSUPPORTED_KEYS = {
     "norm_before_fc": "a norm before fc",
 }
 
+_BLOCK_WHY = (
+    "it drafts a whole block at once, denoising mask tokens over the target's context features "
+    "(z-lab/dflash dflash/model.py:63 dflash_generate; sglang 0.5.23 models/dflash.py), "
+    "which the oracle's one-token EAGLE-3 steps (vllm llama_eagle3.py) do not run; `check` "
+    "still answers which layers each release feeds it"
+)
+NOT_RUN: dict[str, str] = {
+    "dflash": _BLOCK_WHY,
+    "dflash2": _BLOCK_WHY,
+    "domino": _BLOCK_WHY,
+    "dspark": _BLOCK_WHY,
+    "nemotron-3.5": _BLOCK_WHY,
+    "p-eagle": (
+        "it drafts several tokens in one forward pass from parallel-drafting positions "
+        "(vllm 0.33.0 PeagleLlamaForCausalLM, model_executor/models/registry.py:699), which "
+        "the oracle's one-token EAGLE-3 steps do not run; `check` still answers which layers "
+        "each release feeds it"
+    ),
+}
+"""Drafter methods (``conventions.methods``) the oracle cannot run, and why. EAGLE-3 runs, and
+EAGLE-3.1 with ``norm_output`` (read by ``read_shape``); its ``fc_norm`` and ``norm_before_fc``
+are refused there."""
+
+
+def check_method(config: dict[str, Any], source: str) -> None:
+    """Refuse (``ConfigError``, field ``architectures``) a drafter whose method the oracle
+    cannot run, naming the method and why, before anything is loaded or measured."""
+    from eagle3_contracts.conventions import methods
+
+    method = methods.detect(config)
+    why = NOT_RUN.get(method.name)
+    if why is not None:
+        raise ConfigError(
+            f"accept cannot run a {method.label} drafter: {why}",
+            source=source,
+            field="architectures",
+        )
+
 
 @dataclass(frozen=True)
 class DrafterShape:
@@ -217,7 +255,8 @@ def read_shape(config: dict[str, Any], source: str, fc_in: int | None = None) ->
     for key, what in _UNSUPPORTED_KEYS.items():
         if config.get(key) or (config.get("eagle_config") or {}).get(key):
             raise ConfigError(
-                f"{key}: drafters with {what} are not read by the acceptance oracle",
+                f"{key}: EAGLE-3.1 drafters with {what} are not read by the acceptance oracle "
+                "(it runs EAGLE-3 and EAGLE-3.1's norm_output only)",
                 source=source,
                 field=key,
             )
@@ -309,15 +348,22 @@ def _read_weights(folder: Path, source: str) -> dict[str, Tensor]:
     return weights
 
 
+def draft_config(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
+    """The drafter's raw ``config.json`` (a directory or the file) and how to name it."""
+    config, _ = _config(Path(path))
+    return config, str(path)
+
+
 def load_drafter(
     path: str | os.PathLike[str], *, dtype: torch.dtype = torch.float32
 ) -> tuple[Eagle3Drafter, dict[str, Any]]:
     """Read a drafter directory; returns the drafter and its raw ``config.json``.
 
-    ``ConfigError`` (with ``field``) for a layout this module does not read, a missing tensor,
-    a shape that disagrees with the config, or a draft vocabulary without ``d2t``."""
+    ``ConfigError`` (with ``field``) for a method or layout this module does not run, a missing
+    tensor, a shape that disagrees with the config, or a draft vocabulary without ``d2t``."""
     config, folder = _config(Path(path))
     source = str(path)
+    check_method(config, source)
     weights = _read_weights(folder, source)
     if "fc.weight" not in weights:
         raise ConfigError(
@@ -327,6 +373,18 @@ def load_drafter(
             field="fc.weight",
         )
     shape = read_shape(config, source, fc_in=weights["fc.weight"].shape[1])
+    _require_tensors(weights, source)
+    _check_heads(shape, source)
+    for name, want in _expected_shapes(shape).items():
+        if name in weights:  # only embed_tokens is optional: the others were required above
+            _check_tensor(name, weights[name], want, source)
+    _map_draft_vocab(weights, shape, source)
+    weights.pop("t2d", None)
+    floats = {k: (v if k == "d2t" else v.to(dtype)) for k, v in weights.items()}
+    return Eagle3Drafter(shape, floats), config
+
+
+def _require_tensors(weights: dict[str, Tensor], source: str) -> None:
     missing = [
         n
         for n in ("norm.weight", "lm_head.weight", *(f"midlayer.{m}" for m in _MIDLAYER))
@@ -340,7 +398,9 @@ def load_drafter(
             source=source,
             field=missing[0],
         )
-    h, s = shape.hidden_size, shape
+
+
+def _check_heads(s: DrafterShape, source: str) -> None:
     if s.num_heads % s.num_kv_heads or s.head_dim % 2:
         raise ConfigError(
             f"num_attention_heads {s.num_heads} is not a multiple of num_key_value_heads "
@@ -348,7 +408,12 @@ def load_drafter(
             source=source,
             field="num_key_value_heads",
         )
-    expect = {
+
+
+def _expected_shapes(s: DrafterShape) -> dict[str, tuple[int, ...]]:
+    """Each tensor's shape as the config implies it."""
+    h = s.hidden_size
+    return {
         "fc.weight": (h, s.num_states * s.target_hidden_size),
         "lm_head.weight": (s.draft_vocab_size, h),
         "norm.weight": (h,),
@@ -364,50 +429,51 @@ def load_drafter(
         "midlayer.mlp.down_proj.weight": (h, s.intermediate_size),
         "embed_tokens.weight": (s.vocab_size, h),
     }
-    for name, want in expect.items():
-        if name not in weights:
-            continue  # only embed_tokens is optional: the others were checked above
-        got = tuple(weights[name].shape)
-        if got != want:
-            raise ConfigError(
-                f"{name} has shape {list(got)}, the config implies {list(want)}",
-                source=source,
-                field=name,
-            )
-        if not weights[name].is_floating_point() or not bool(weights[name].isfinite().all()):
-            raise ConfigError(
-                f"{name} holds NaN, infinite or non-float values: the checkpoint is damaged",
-                source=source,
-                field=name,
-            )
-    if s.draft_vocab_size != s.vocab_size:
-        d2t = weights.get("d2t")
-        if d2t is None:
-            raise ConfigError(
-                f"draft_vocab_size {s.draft_vocab_size} differs from vocab_size {s.vocab_size} "
-                "and the checkpoint has no d2t (draft id -> target id offsets): add it",
-                source=source,
-                field="d2t",
-            )
-        if tuple(d2t.shape) != (s.draft_vocab_size,):
-            raise ConfigError(
-                f"d2t has shape {list(d2t.shape)}, expected [{s.draft_vocab_size}]",
-                source=source,
-                field="d2t",
-            )
-        mapped = torch.arange(s.draft_vocab_size) + d2t.long()
-        if int(mapped.min()) < 0 or int(mapped.max()) >= s.vocab_size:
-            raise ConfigError(
-                f"d2t maps draft ids outside the target vocabulary [0, {s.vocab_size})",
-                source=source,
-                field="d2t",
-            )
-        weights["d2t"] = d2t.long()
-    else:
+
+
+def _check_tensor(name: str, tensor: Tensor, want: tuple[int, ...], source: str) -> None:
+    got = tuple(tensor.shape)
+    if got != want:
+        raise ConfigError(
+            f"{name} has shape {list(got)}, the config implies {list(want)}",
+            source=source,
+            field=name,
+        )
+    if not tensor.is_floating_point() or not bool(tensor.isfinite().all()):
+        raise ConfigError(
+            f"{name} holds NaN, infinite or non-float values: the checkpoint is damaged",
+            source=source,
+            field=name,
+        )
+
+
+def _map_draft_vocab(weights: dict[str, Tensor], s: DrafterShape, source: str) -> None:
+    """Keep a valid ``d2t`` (as int64) when the draft vocabulary is smaller, else drop it."""
+    if s.draft_vocab_size == s.vocab_size:
         weights.pop("d2t", None)
-    weights.pop("t2d", None)
-    floats = {k: (v if k == "d2t" else v.to(dtype)) for k, v in weights.items()}
-    return Eagle3Drafter(shape, floats), config
+        return
+    d2t = weights.get("d2t")
+    if d2t is None:
+        raise ConfigError(
+            f"draft_vocab_size {s.draft_vocab_size} differs from vocab_size {s.vocab_size} "
+            "and the checkpoint has no d2t (draft id -> target id offsets): add it",
+            source=source,
+            field="d2t",
+        )
+    if tuple(d2t.shape) != (s.draft_vocab_size,):
+        raise ConfigError(
+            f"d2t has shape {list(d2t.shape)}, expected [{s.draft_vocab_size}]",
+            source=source,
+            field="d2t",
+        )
+    mapped = torch.arange(s.draft_vocab_size) + d2t.long()
+    if int(mapped.min()) < 0 or int(mapped.max()) >= s.vocab_size:
+        raise ConfigError(
+            f"d2t maps draft ids outside the target vocabulary [0, {s.vocab_size})",
+            source=source,
+            field="d2t",
+        )
+    weights["d2t"] = d2t.long()
 
 
 def check_against_target(

@@ -411,28 +411,7 @@ def explain(
     alike = [f for f in wrong if f.consistent and not differs(f)]
     noise = max((hw for _, _, hw in trained.predicted), default=0.0)
     size = f"{prompts} prompts give intervals of ± {noise:.3f}; more prompts narrow them"
-    if trained.consistent and not consistent_wrong:
-        verdict, result = TRAINED, f"consistent with the trained wiring {describe(trained.wiring)}"
-    elif trained.consistent:
-        names = ", ".join(f"{f.label} {describe(f.wiring)}" for f in consistent_wrong[:3])
-        verdict = NOT_SEPARABLE
-        result = (
-            f"not separable at this size: the trained wiring and {names} all fit the observed "
-            f"figures ({size})"
-        )
-    elif consistent_wrong:
-        best = consistent_wrong[0]
-        verdict = WRONG
-        result = (
-            f"consistent with {best.label} {describe(best.wiring)} and not with the trained "
-            f"wiring {describe(trained.wiring)}"
-        )
-    else:
-        verdict = NONE
-        result = (
-            "consistent with no candidate wiring: the figures point elsewhere (the drafter's "
-            "norm flags, its vocabulary map, sampling, or a target other than this one)"
-        )
+    verdict, result = _verdict(trained, consistent_wrong, size)
     notes: tuple[str, ...] = ()
     if alike and verdict == TRAINED:
         names = ", ".join(f"{f.label} {describe(f.wiring)}" for f in alike[:4])
@@ -441,3 +420,25 @@ def explain(
         notes += ("the observed figures carry no counts: treated as exact, the intervals are the "
                  "oracle's alone",)  # fmt: skip
     return Explanation(observed, tuple(fits), verdict, result, _shape(observed, trained_acc), notes)
+
+
+def _verdict(trained: Fit, consistent_wrong: Sequence[Fit], size: str) -> tuple[str, str]:
+    """The verdict and its line: which wirings fit the observed figures beyond noise."""
+    if trained.consistent and not consistent_wrong:
+        return TRAINED, f"consistent with the trained wiring {describe(trained.wiring)}"
+    if trained.consistent:
+        names = ", ".join(f"{f.label} {describe(f.wiring)}" for f in consistent_wrong[:3])
+        return NOT_SEPARABLE, (
+            f"not separable at this size: the trained wiring and {names} all fit the observed "
+            f"figures ({size})"
+        )
+    if consistent_wrong:
+        best = consistent_wrong[0]
+        return WRONG, (
+            f"consistent with {best.label} {describe(best.wiring)} and not with the trained "
+            f"wiring {describe(trained.wiring)}"
+        )
+    return NONE, (
+        "consistent with no candidate wiring: the figures point elsewhere (the drafter's "
+        "norm flags, its vocabulary map, sampling, or a target other than this one)"
+    )

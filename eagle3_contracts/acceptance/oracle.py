@@ -9,7 +9,12 @@ from pathlib import Path
 
 import torch
 
-from eagle3_contracts.acceptance.drafter import check_against_target, load_drafter
+from eagle3_contracts.acceptance.drafter import (
+    check_against_target,
+    check_method,
+    draft_config,
+    load_drafter,
+)
 from eagle3_contracts.acceptance.measure import measure
 from eagle3_contracts.acceptance.observed import Observed, candidates, explain
 from eagle3_contracts.acceptance.prompts import greedy_prompts, read_prompts, tokenizer_encoder
@@ -95,6 +100,7 @@ def accept(
     start = time.time()
     dev = _device(device)
     _check_counts(num_prompts if prompts is None else 2, seed, k, new_tokens)
+    check_method(*draft_config(draft))  # refuse a method the oracle cannot run, first
     config_file = os.path.join(target, "config.json") if os.path.isdir(target) else target
     trained = trained_wiring(draft, config_file, trained_with)
     rows = served_rows(draft, config_file, serve_with)
