@@ -8,8 +8,14 @@ Layouts read (one ``config.json`` plus ``*.safetensors``; pickles are never open
 * the same names under a ``model.`` prefix, and the EAGLE repository's ``layers.0.*`` for
   ``midlayer.*``.
 
+EAGLE-3.1's norm flags are run as vLLM 0.33.0 reads them (llama_eagle3.py): ``norm_before_fc``
+(``eagle_config`` first, then the top level, lines 184-188) is one RMSNorm ``input_norm`` over
+the concatenated states; ``fc_norm`` (top level only, line 231) is one RMSNorm ``fc_norm.<i>``
+per state; both before ``fc``, in that order (``combine_hidden_states``, lines 399-417).
+
 Not read (refused with the field): fused ``qkv_proj``/``gate_up_proj`` (engine-internal),
-``fc_norm`` / ``norm_before_fc`` variants, ``rope_scaling``, more than one decoder layer.
+``rope_scaling``, more than one decoder layer; methods other than EAGLE-3 and EAGLE-3.1
+(``NOT_RUN``).
 
 The forward follows vLLM 0.32.0 ``vllm/model_executor/models/llama_eagle3.py``:
 ``embeds = input_layernorm(embed(tokens))``; ``h = fc(target states)``; ``residual = h``
@@ -48,10 +54,6 @@ _MIDLAYER = (
     "mlp.up_proj.weight",
     "mlp.down_proj.weight",
 )
-_UNSUPPORTED_KEYS = {
-    "fc_norm": "per-segment fc norms",
-    "norm_before_fc": "a norm before fc",
-}
 
 _BLOCK_WHY = (
     "it drafts a whole block at once, denoising mask tokens over the target's context features "
@@ -72,9 +74,8 @@ NOT_RUN: dict[str, str] = {
         "each release feeds it"
     ),
 }
-"""Drafter methods (``conventions.methods``) the oracle cannot run, and why. EAGLE-3 runs, and
-EAGLE-3.1 with ``norm_output`` (read by ``read_shape``); its ``fc_norm`` and ``norm_before_fc``
-are refused there."""
+"""Drafter methods (``conventions.methods``) the oracle cannot run, and why. EAGLE-3 and
+EAGLE-3.1 (its ``norm_before_fc``, ``fc_norm`` and ``norm_output``, read by ``read_shape``) run."""
 
 
 def check_method(config: dict[str, Any], source: str) -> None:
@@ -109,6 +110,8 @@ class DrafterShape:
     rope_theta: float
     norm_before_residual: bool = False
     norm_output: bool = False
+    norm_before_fc: bool = False  # EAGLE-3.1: one RMSNorm over the concatenated states
+    fc_norm: bool = False  # EAGLE-3.1: one RMSNorm per state
 
 
 def _rms(x: Tensor, weight: Tensor, eps: float) -> Tensor:
@@ -155,7 +158,20 @@ class Eagle3Drafter(nn.Module):
 
     # -- pieces ----------------------------------------------------------------------------
     def combine(self, states: Tensor) -> Tensor:
-        """``fc`` over the concatenated target states ``[..., num_states * H_target]``."""
+        """``fc`` over the concatenated target states ``[..., num_states * H_target]``, after
+        EAGLE-3.1's norms (vLLM 0.33.0 llama_eagle3.py:405-416)."""
+        s = self.shape
+        if s.norm_before_fc:
+            states = _rms(states, self.p("input_norm.weight"), s.rms_norm_eps)
+        if s.fc_norm:
+            chunks = states.chunk(s.num_states, dim=-1)
+            states = torch.cat(
+                [
+                    _rms(c, self.p(f"fc_norm.{i}.weight"), s.rms_norm_eps)
+                    for i, c in enumerate(chunks)
+                ],
+                dim=-1,
+            )
         return states @ self.p("fc.weight").T
 
     def rope(self, positions: Tensor) -> tuple[Tensor, Tensor]:
@@ -252,14 +268,6 @@ def read_shape(config: dict[str, Any], source: str, fc_in: int | None = None) ->
             source=source,
             field="architectures",
         )
-    for key, what in _UNSUPPORTED_KEYS.items():
-        if config.get(key) or (config.get("eagle_config") or {}).get(key):
-            raise ConfigError(
-                f"{key}: EAGLE-3.1 drafters with {what} are not read by the acceptance oracle "
-                "(it runs EAGLE-3 and EAGLE-3.1's norm_output only)",
-                source=source,
-                field=key,
-            )
     if config.get("rope_scaling"):
         raise ConfigError(
             "rope_scaling is not read by the acceptance oracle (plain RoPE only)",
@@ -310,7 +318,20 @@ def read_shape(config: dict[str, Any], source: str, fc_in: int | None = None) ->
         rope_theta=theta,
         norm_before_residual=bool(config.get("norm_before_residual", False)),
         norm_output=bool(config.get("norm_output", False)),
+        **_fc_norms(config),
     )
+
+
+def _fc_norms(config: dict[str, Any]) -> dict[str, bool]:
+    """EAGLE-3.1's fc norms where vLLM 0.33.0 reads them: ``norm_before_fc`` from
+    ``eagle_config``, else the top level (llama_eagle3.py:184-188); ``fc_norm`` from the top
+    level only (line 231)."""
+    eagle = config.get("eagle_config")
+    eagle = eagle if isinstance(eagle, dict) else {}
+    return {
+        "norm_before_fc": bool(eagle.get("norm_before_fc", config.get("norm_before_fc", False))),
+        "fc_norm": bool(config.get("fc_norm", False)),
+    }
 
 
 def _canonical_name(name: str) -> str:
@@ -373,7 +394,7 @@ def load_drafter(
             field="fc.weight",
         )
     shape = read_shape(config, source, fc_in=weights["fc.weight"].shape[1])
-    _require_tensors(weights, source)
+    _require_tensors(weights, source, _norm_tensors(shape))
     _check_heads(shape, source)
     for name, want in _expected_shapes(shape).items():
         if name in weights:  # only embed_tokens is optional: the others were required above
@@ -384,12 +405,19 @@ def load_drafter(
     return Eagle3Drafter(shape, floats), config
 
 
-def _require_tensors(weights: dict[str, Tensor], source: str) -> None:
-    missing = [
-        n
-        for n in ("norm.weight", "lm_head.weight", *(f"midlayer.{m}" for m in _MIDLAYER))
-        if n not in weights
-    ]
+def _norm_tensors(s: DrafterShape) -> tuple[str, ...]:
+    """The EAGLE-3.1 norm weights the flags need (vLLM 0.33.0 llama_eagle3.py:223-240)."""
+    return (
+        *(("input_norm.weight",) if s.norm_before_fc else ()),
+        *((f"fc_norm.{i}.weight" for i in range(s.num_states)) if s.fc_norm else ()),
+    )
+
+
+def _require_tensors(weights: dict[str, Tensor], source: str, norms: tuple[str, ...]) -> None:
+    """Every tensor the forward reads is there, and no norm the flags leave unused."""
+    _refuse_unused_norms(weights, source, norms)
+    required = ("norm.weight", "lm_head.weight", *(f"midlayer.{m}" for m in _MIDLAYER), *norms)
+    missing = [n for n in required if n not in weights]
     if missing:
         fused = [n for n in weights if "qkv_proj" in n or "gate_up_proj" in n]
         why = " (fused qkv_proj/gate_up_proj are engine-internal: save q/k/v and gate/up)"
@@ -397,6 +425,25 @@ def _require_tensors(weights: dict[str, Tensor], source: str) -> None:
             f"missing tensors {', '.join(missing[:4])}" + (why if fused else ""),
             source=source,
             field=missing[0],
+        )
+
+
+def _refuse_unused_norms(weights: dict[str, Tensor], source: str, norms: tuple[str, ...]) -> None:
+    """An fc norm in the checkpoint that the flags leave unused is refused: vLLM 0.33.0 drops
+    ``input_norm`` then (llama_eagle3.py:464-465) and builds no ``fc_norm`` module (231-240)."""
+    stray = sorted(
+        n
+        for n in weights
+        if (n.startswith("fc_norm.") or n == "input_norm.weight") and n not in norms
+    )
+    if stray:
+        flag = "fc_norm" if stray[0].startswith("fc_norm.") else "norm_before_fc"
+        raise ConfigError(
+            f"{stray[0]} is in the checkpoint but {flag} is not set where vLLM 0.33.0 reads it "
+            "(fc_norm: top level only, llama_eagle3.py:231; norm_before_fc: eagle_config, then "
+            "the top level, 184-188): vLLM runs the drafter without the norm it was trained with",
+            source=source,
+            field=flag,
         )
 
 
@@ -428,6 +475,8 @@ def _expected_shapes(s: DrafterShape) -> dict[str, tuple[int, ...]]:
         "midlayer.mlp.up_proj.weight": (s.intermediate_size, h),
         "midlayer.mlp.down_proj.weight": (h, s.intermediate_size),
         "embed_tokens.weight": (s.vocab_size, h),
+        "input_norm.weight": (s.num_states * s.target_hidden_size,),
+        **{f"fc_norm.{i}.weight": (s.target_hidden_size,) for i in range(s.num_states)},
     }
 
 

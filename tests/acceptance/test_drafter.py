@@ -44,7 +44,7 @@ def test_layouts_read_as_the_same_drafter(make_drafter: MakeDrafter, layout: dic
         ({"drop": ("fc.weight",)}, "fc.weight", "not an EAGLE-3 layout"),
         ({"drop": ("norm.weight",)}, "norm.weight", "missing tensors norm.weight"),
         ({"config": {"architectures": ["MistralForCausalLM"]}}, "architectures", "EAGLE-3"),
-        ({"config": {"fc_norm": True}}, "fc_norm", "not read"),
+        ({"config": {"fc_norm": True}}, "fc_norm.0.weight", "missing tensors fc_norm.0.weight"),
         ({"config": {"rope_scaling": {"type": "llama3"}}}, "rope_scaling", "plain RoPE"),
         ({"config": {"hidden_size": 32}}, "fc.weight", "not a multiple"),
         (
