@@ -228,6 +228,7 @@ class BlockTrainer:
     trains: str  # where the methods are registered
     reads: str  # the one field it reads the ids from
     needs_section: bool  # the drafter does not load without a ``dflash_config`` object
+    loads: str  # where its drafter reads num_target_layers and block_size at load
     default: str  # where its default (build_target_layer_ids) is
     offset: str  # where id N becomes HF hidden_states[N + 1] (the output of layer N)
     writes: str  # which fields its checkpoints carry
@@ -266,6 +267,7 @@ BLOCK_TRAINERS: dict[str, BlockTrainer] = {
         trains=f"{_SF}algorithms/builtin.py:16 (eagle3, peagle, dflash, domino, dspark; no DFlash2)",
         reads="dflash_config.target_layer_ids",
         needs_section=False,
+        loads=f"{_SF}modeling/draft/dflash.py:358, 370",
         default=(
             f"{_SF}modeling/draft/dflash.py:355-359 (dflash_config.target_layer_ids, else "
             "build_target_layer_ids(num_target_layers, num_hidden_layers)); its offline capture "
@@ -303,6 +305,7 @@ BLOCK_TRAINERS: dict[str, BlockTrainer] = {
         ),
         reads="dflash_config.target_layer_ids",
         needs_section=True,
+        loads=f"{_ZL}:313, 319",
         default=(
             f"{_ZL}:312-314 (self.config.dflash_config.get('target_layer_ids', "
             "build_target_layer_ids(config.num_target_layers, config.num_hidden_layers)))"
@@ -407,8 +410,30 @@ def _block_native(trainer: BlockTrainer, draft: Mapping[str, Any]) -> tuple[int,
 
 
 def _trained_depth(draft: Mapping[str, Any]) -> Any:
-    """``num_target_layers`` as the trainers read it (top level; SGLang also reads it nested)."""
-    return draft.get("num_target_layers", methods.at_path(draft, "dflash_config.num_target_layers"))
+    """``num_target_layers`` as the trainers read it: the top level (``config.num_target_layers``;
+    SGLang also reads it nested)."""
+    return draft.get("num_target_layers")
+
+
+_LOAD_FIELDS = ("num_target_layers", "block_size")
+
+
+def _load_refusal(trainer: BlockTrainer, draft: Mapping[str, Any]) -> str | None:
+    """The fields its drafter reads as attributes when it is built: the ``.get`` default
+    ``build_target_layer_ids(config.num_target_layers, ...)`` is evaluated even when the ids are
+    given, and ``config.block_size`` is read after it; a config without them does not load."""
+    absent = [
+        f
+        for f in _LOAD_FIELDS
+        if not isinstance(draft.get(f), int) or isinstance(draft.get(f), bool)
+    ]
+    if not absent:
+        return None
+    return (
+        f"no integer top-level {' / '.join(absent)}, which its drafter reads as attributes when "
+        f"it is built ({trainer.loads}; the num_target_layers default is evaluated even when "
+        "target_layer_ids are given): the config does not load"
+    )
 
 
 def _block_default(draft: Mapping[str, Any]) -> tuple[int, ...] | None:
@@ -447,6 +472,9 @@ def _block_refusal(
     n = target.num_layers
     if trainer.needs_section and not isinstance(draft.get("dflash_config"), Mapping):
         return f"no dflash_config object, which its drafter reads at load ({trainer.default})"
+    unloadable = _load_refusal(trainer, draft)
+    if unloadable is not None:
+        return unloadable
     ids = native if native is not None else _block_default(draft) or ()
     if not trainer.refuses:
         if any(i < -1 or i >= n for i in ids):

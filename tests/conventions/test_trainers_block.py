@@ -62,10 +62,6 @@ def test_zlab_names_parse_to_one_trainer(name: str) -> None:
         # dflash_config.target_layer_ids, read by both (model.py:312, model_providers.py:238)
         ("specforge-qwen3-8b-domino.json", "qwen3-8b.json", SF, [1, 9, 17, 25, 33]),
         ("specforge-qwen3-8b-dspark.json", "qwen3-8b.json", SF, [1, 9, 17, 25, 33]),
-        ("nvidia-nemotron-3-nano-nvfp4-dflash.json", "nemotron-3-nano-30b-a3b.json", ZL,
-         [1, 5, 19, 29, 41, 51]),
-        ("nvidia-nemotron-3-nano-nvfp4-dflash.json", "nemotron-3-nano-30b-a3b.json", SF,
-         [1, 5, 19, 29, 41, 51]),
         # no ids: SpecForge's drafter default build_target_layer_ids(36, 5) (dflash.py:355-359)
         ("specforge-qwen3-8b-dflash.json", "qwen3-8b.json", SF, [1, 9, 17, 25, 33]),
     ],
@@ -82,6 +78,22 @@ def test_published_configs_give_the_trained_taps(
     )
     assert list(report.readings[0][1].layer_ids) == taps
     assert report.ok, report.render_text()
+
+
+@pytest.mark.parametrize(
+    ("trainer", "lines"), [(ZL, "model.py:313, 319"), (SF, "dflash.py:358, 370")]
+)
+def test_a_config_the_trainer_cannot_build_is_refused(trainer: str, lines: str) -> None:
+    # NVIDIA's Nemotron-3.5 draft carries neither num_target_layers nor block_size: both
+    # trainers' DFlashDraftModel reads them as attributes when it is built
+    draft = _load("nvidia-nemotron-3-nano-nvfp4-dflash.json")
+    target = _load("targets/nemotron-3-nano-30b-a3b.json")
+    feed = predict_system(trainer, draft, target)
+    assert (feed.kind, feed.crash) == ("crash", "trainer-refused")
+    assert "num_target_layers / block_size" in feed.notes[-1] and lines in feed.notes[-1]
+    feed = predict_system(trainer, {**draft, "num_target_layers": 52, "block_size": 16}, target)
+    assert feed.kind == "segments", feed.notes
+    assert list(feed.canonical) == [1, 5, 19, 29, 41, 51]  # dflash_config.target_layer_ids
 
 
 def test_default_is_an_assumption_naming_the_trainer_code() -> None:
@@ -202,6 +214,8 @@ def test_explicit_ids_are_layer_outputs_for_both_trainers(
     draft = {
         "architectures": ["DFlashDraftModel"],
         "num_hidden_layers": len(ids),
+        "num_target_layers": n,
+        "block_size": 16,
         "hidden_size": 1024,
         "dflash_config": {"target_layer_ids": ids},
     }
