@@ -56,6 +56,9 @@ def _releases(args: argparse.Namespace, every: bool = True) -> list[tuple[str, s
                 raise SystemExit(f"--release {item}: {exc}") from None
             if not isinstance(spec, (EngineSpec, TrainerSpec)) or spec.version is None:
                 raise SystemExit(f"--release takes framework==version, e.g. sglang==0.5.23: {item}")
+            if spec.framework not in FRAMEWORKS and spec.framework not in TRAINERS:
+                # z-lab's DFlash code has no wheel: conventions.trainers reads it by hand
+                raise SystemExit(f"--release {item}: {spec.framework} has no wheel to probe")
             out.append((spec.framework, spec.version))
     else:
         out = [

@@ -275,3 +275,11 @@ def test_generated_configs_with_a_trainer_fix_write_then_check_ok(
     again = check_drafter(str(draft), target=str(target), serve_with=releases, trained_with=trainer)
     assert again.ok, again.render_text()
     assert again.readings[0][1].layer_ids == trained.layer_ids  # the claim did not move
+
+
+def test_the_probe_refuses_a_trainer_without_a_wheel_in_one_line() -> None:
+    from eagle3_contracts.probe.__main__ import main
+
+    with pytest.raises(SystemExit) as exc:  # refused before anything is fetched
+        main(["refresh", "--release", "zlab-dflash==0.1.0"])
+    assert str(exc.value) == "--release zlab-dflash==0.1.0: zlab-dflash has no wheel to probe"
