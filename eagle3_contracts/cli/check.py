@@ -16,6 +16,7 @@ from eagle3_contracts.cli._args import (
     positive_int,
     refuse_target_as_draft,
     serving_names,
+    system_names,
 )
 from eagle3_contracts.cli._output import emit
 
@@ -92,7 +93,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list:
         return _list()
-    # the names go to check_drafter as typed: it parses each once, at the API's edge
     serve_with = serving_names(args)  # may move a DRAFT typed after --serve-with back
     installed_notes: list[str] = []
     if any("==installed" in s.lower() for s in serve_with):  # the engine in this environment
@@ -104,13 +104,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("DRAFT is required (or --example NAME; --list shows the examples)")
     if not args.example:
         refuse_target_as_draft(draft)
+    systems, trained = system_names(serve_with, trained_with)  # parsed once, here
     report = check_drafter(
         draft,
         target=target,
         num_layers=args.num_layers,
         hidden_size=args.hidden_size,
-        trained_with=trained_with,
-        serve_with=tuple(serve_with),
+        trained_with=trained,
+        serve_with=systems,
         weights=args.weights,
         served_configs=tuple(served),
         pp_size=args.pp_size,

@@ -144,3 +144,20 @@ def test_fix_parses_each_name_once(tmp_path: Path) -> None:
         )
     assert fixed.edits and fixed.stamp is not None  # ids edited and the claim pinned
     once_each(seen, {"specforge-hf", *serve})
+
+
+def test_cli_fix_write_parses_each_name_once(tmp_path: Path) -> None:
+    """``fix --write``: the CLI parses the options, and its check, pin, re-check and the check
+    of the written file all take them typed."""
+    for name in ("draft.json", "target.json"):
+        shutil.copy(KIMI / name, tmp_path / name)
+    argv = ["fix", str(tmp_path / "draft.json"), "--target", str(tmp_path / "target.json")]
+    argv += ["--trained-with", "specforge-hf", "--serve-with", "sglang==0.5.23,vllm", "--write"]
+    with (
+        parses() as seen,
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        code = main(argv)
+    assert code == 0 and (tmp_path / "draft.json.bak").is_file()  # written, backup kept
+    once_each(seen, {"specforge-hf", "sglang==0.5.23", "vllm"})
