@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eagle3_contracts.conventions import SystemName
 
 
 def positive_int(text: str) -> int:
@@ -49,6 +54,19 @@ def serving_names(args: argparse.Namespace) -> list[str]:
             "--serve-with or right after its names"
         )
     return names
+
+
+def system_names(
+    serve_with: Sequence[str], trained_with: str | None
+) -> tuple[tuple[SystemName, ...], SystemName | None]:
+    """``--serve-with`` and ``--trained-with`` parsed once, here, where they enter (a refusal
+    names the option, ``serve_with`` / ``trained_with``, as the API's would): the typed values
+    go on to ``check_drafter`` / ``fix_drafter``, which parse nothing again."""
+    from eagle3_contracts.conventions import parse_system
+
+    serve = tuple(parse_system(name, field="serve_with") for name in serve_with)
+    trained = parse_system(trained_with, field="trained_with") if trained_with else None
+    return serve, trained
 
 
 def _path_like(text: str) -> bool:

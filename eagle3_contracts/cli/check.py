@@ -9,12 +9,14 @@ needs d2t/t2d values.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from eagle3_contracts.cli._args import (
     layer_count,
     positive_int,
     refuse_target_as_draft,
     serving_names,
+    system_names,
 )
 from eagle3_contracts.cli._output import emit
 
@@ -86,75 +88,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eagle3_contracts import conventions
     from eagle3_contracts.cli import UsageError
-    from eagle3_contracts.config import examples
     from eagle3_contracts.config.check import check_drafter
 
     if args.list:
-        from eagle3_contracts.conventions import ALIASES, TRAINER_DEFAULTS
-        from eagle3_contracts.conventions.releases import (
-            known_releases,
-            rule_changes,
-            shipped_releases,
-        )
-
-        for name in conventions.REGISTRY:
-            print(conventions.get(name).summary())
-        shipped = shipped_releases()
-        for framework, versions in known_releases().items():
-            cached = [v for v in versions if v not in shipped.get(framework, ())]
-            print(
-                f"{framework} releases ({len(versions)} probed; unversioned '{framework}' = "
-                f"{versions[-1]}, the rule of the target's model file): "
-                + ", ".join(versions)
-                + (f" (probed into the user cache: {', '.join(cached)})" if cached else "")
-            )
-        for framework, log in rule_changes().items():
-            print(f"{framework} rule changes (first release with the new value):")
-            for entry in log:
-                for change in entry["changed"]:
-                    print(
-                        f"  {entry['release']}: {change['path']} {change['old']!r} -> "
-                        f"{change['new']!r}"
-                    )
-        print("aliases: " + ", ".join(f"{a} = {r}" for a, r in ALIASES.items()))
-        print(
-            "trainer releases: "
-            + ", ".join(f"{r} (unversioned '{t}')" for t, r in TRAINER_DEFAULTS.items())
-        )
-        print("examples: " + ", ".join(examples.names()))
-        return 0
+        return _list()
     serve_with = serving_names(args)  # may move a DRAFT typed after --serve-with back
-    draft, target, trained_with = args.draft, args.target, args.trained_with
-    served = list(args.serve_config)
     installed_notes: list[str] = []
     if any("==installed" in s.lower() for s in serve_with):  # the engine in this environment
         from eagle3_contracts.probe.installed import resolve_names
 
         serve_with, installed_notes = resolve_names(serve_with)
-    if args.example:
-        if draft or target:
-            raise UsageError("--example replaces DRAFT and --target; give one or the other")
-        manifest = examples.manifest(args.example)
-        draft, *more = manifest["drafts"]
-        served = more + served
-        target = manifest["target"]
-        trained_with = trained_with or manifest.get("trained_with")
-        title = f"example {args.example}: {manifest['description']}"
-    else:
-        title = None
+    draft, target, trained_with, served, title = _inputs(args)
     if not draft:
         raise UsageError("DRAFT is required (or --example NAME; --list shows the examples)")
     if not args.example:
         refuse_target_as_draft(draft)
+    systems, trained = system_names(serve_with, trained_with)  # parsed once, here
     report = check_drafter(
         draft,
         target=target,
         num_layers=args.num_layers,
         hidden_size=args.hidden_size,
-        trained_with=trained_with,
-        serve_with=tuple(serve_with),
+        trained_with=trained,
+        serve_with=systems,
         weights=args.weights,
         served_configs=tuple(served),
         pp_size=args.pp_size,
@@ -170,3 +127,60 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"training claim: {report.claim.describe()}", file=sys.stderr)
     return emit(report, args.json)
+
+
+def _inputs(args: argparse.Namespace) -> tuple[Any, Any, str | None, list[Any], str | None]:
+    """DRAFT, --target, --trained-with, the served configs and the title: as given, or an
+    embedded example's (``--example`` replaces DRAFT and --target)."""
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.config import examples
+
+    served: list[Any] = list(args.serve_config)
+    if not args.example:
+        return args.draft, args.target, args.trained_with, served, None
+    if args.draft or args.target:
+        raise UsageError("--example replaces DRAFT and --target; give one or the other")
+    manifest = examples.manifest(args.example)
+    draft, *more = manifest["drafts"]
+    trained_with = args.trained_with or manifest.get("trained_with")
+    title = f"example {args.example}: {manifest['description']}"
+    return draft, manifest["target"], trained_with, more + served, title
+
+
+def _list() -> int:
+    """``--list``: the registry, every probed release and its rule changes, aliases, trainer
+    releases and examples."""
+    from eagle3_contracts import conventions
+    from eagle3_contracts.config import examples
+    from eagle3_contracts.conventions import ALIASES, TRAINER_DEFAULTS
+    from eagle3_contracts.conventions.releases import (
+        known_releases,
+        rule_changes,
+        shipped_releases,
+    )
+
+    for name in conventions.REGISTRY:
+        print(conventions.get(name).summary())
+    shipped = shipped_releases()
+    for framework, versions in known_releases().items():
+        cached = [v for v in versions if v not in shipped.get(framework, ())]
+        print(
+            f"{framework} releases ({len(versions)} probed; unversioned '{framework}' = "
+            f"{versions[-1]}, the rule of the target's model file): "
+            + ", ".join(versions)
+            + (f" (probed into the user cache: {', '.join(cached)})" if cached else "")
+        )
+    for framework, log in rule_changes().items():
+        print(f"{framework} rule changes (first release with the new value):")
+        for entry in log:
+            for change in entry["changed"]:
+                print(
+                    f"  {entry['release']}: {change['path']} {change['old']!r} -> {change['new']!r}"
+                )
+    print("aliases: " + ", ".join(f"{a} = {r}" for a, r in ALIASES.items()))
+    print(
+        "trainer releases: "
+        + ", ".join(f"{r} (unversioned '{t}')" for t, r in TRAINER_DEFAULTS.items())
+    )
+    print("examples: " + ", ".join(examples.names()))
+    return 0

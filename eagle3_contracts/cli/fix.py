@@ -15,7 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eagle3_contracts.cli._args import refuse_target_as_draft, require_draft, serving_names
+from eagle3_contracts.cli._args import (
+    refuse_target_as_draft,
+    require_draft,
+    serving_names,
+    system_names,
+)
 
 COMMAND = "fix"
 HELP = "print (or --write) the drafter config each named serving release reads correctly"
@@ -61,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.config.readers import parse_hub_id, resolve_model
     from eagle3_contracts.stamp import STAMP_KEY
 
-    serve_with = serving_names(args)
+    names = serving_names(args)
     refuse_target_as_draft(require_draft(args))
     hub = parse_hub_id(args.draft)
     if hub is not None and args.write:
@@ -71,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         )
     draft, _ = resolve_model(args.draft, what="draft")
     target, _ = resolve_model(args.target, what="target")
-    fix = fix_drafter(draft, target=target, serve_with=serve_with, trained_with=args.trained_with)
+    serve_with, trained = system_names(names, args.trained_with)  # parsed once, here
+    fix = fix_drafter(draft, target=target, serve_with=serve_with, trained_with=trained)
     claim = fix.claim  # resolved once, by the check the fix starts from
     lines = [f"ok as it is: {key}" for key in fix.already_ok]
     lines += [f"set {edit.describe()}" for edit in fix.edits]
@@ -93,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     again = check_drafter(  # the written file served, against the training of the original
         str(backup),
         target=target,
-        trained_with=claim.trained_with,
+        trained_with=claim.name or claim.trained_with,  # typed: parsed by the first check
         serve_with=tuple(serve_with),
         served_configs=(str(fix.config_path),),
     )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from eagle3_contracts.cli._args import refuse_target_as_draft
 
 if TYPE_CHECKING:
+    from eagle3_contracts.conventions import SystemName
     from eagle3_contracts.stamp import Stamp
 
 COMMAND = "stamp"
@@ -53,33 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli import UsageError
-    from eagle3_contracts.config.claim import trained_stamp
-    from eagle3_contracts.config.plan import resolve
-    from eagle3_contracts.config.readers import (
-        parse_hub_id,
-        read_draft_config,
-        read_target_config,
-        resolve_model,
-    )
-    from eagle3_contracts.errors import ConfigError
-    from eagle3_contracts.stamp import STAMP_KEY, read_stamp, write_stamp
+    from eagle3_contracts.config.readers import resolve_model
 
-    hub = parse_hub_id(args.draft)
-    if hub is not None and not args.show:
-        raise UsageError(
-            f"{hub} is a Hub id: its files in the HF cache are shared and never written; "
-            f"download it to a folder (hf download {hub.repo_id} --local-dir DIR) and stamp DIR"
-        )
-    if not args.show:
-        refuse_target_as_draft(args.draft)  # a stamp never goes into a target's config
+    _refuse_unwritable(args)
     args.draft, _ = resolve_model(args.draft, what="draft")
     args.target = args.target and resolve_model(args.target, what="target")[0]
-    try:
-        current = read_stamp(args.draft)
-    except ConfigError as exc:  # a malformed block: --force replaces it, as its message says
-        if args.show or not args.force or exc.field is None or not exc.field.startswith(STAMP_KEY):
-            raise
-        current = None
+    current = _current(args)
     if args.show:
         if current is None:
             print(f"{args.draft}: not stamped")
@@ -90,14 +70,55 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("stamp needs --trained-with SYSTEM and --target CONFIG (or --show)")
     from eagle3_contracts.conventions import parse_system
 
-    parse_system(args.trained_with, field="trained_with")  # before any file is read
+    # parsed once, before any file is read; the typed name is what resolves the drafter
+    trained = parse_system(args.trained_with, field="trained_with")
+    return _stamp(args, trained, current)
+
+
+def _refuse_unwritable(args: argparse.Namespace) -> None:
+    """A Hub id is only shown (the HF cache is shared), and a target's config never stamped."""
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.config.readers import parse_hub_id
+
+    hub = parse_hub_id(args.draft)
+    if hub is not None and not args.show:
+        raise UsageError(
+            f"{hub} is a Hub id: its files in the HF cache are shared and never written; "
+            f"download it to a folder (hf download {hub.repo_id} --local-dir DIR) and stamp DIR"
+        )
+    if not args.show:
+        refuse_target_as_draft(args.draft)  # a stamp never goes into a target's config
+
+
+def _current(args: argparse.Namespace) -> Stamp | None:
+    """The drafter's stamp; a malformed one is ``None`` under ``--force`` (which replaces it,
+    as its message says), else its error."""
+    from eagle3_contracts.errors import ConfigError
+    from eagle3_contracts.stamp import STAMP_KEY, read_stamp
+
+    try:
+        return read_stamp(args.draft)
+    except ConfigError as exc:
+        if args.show or not args.force or exc.field is None or not exc.field.startswith(STAMP_KEY):
+            raise
+        return None
+
+
+def _stamp(args: argparse.Namespace, trained: SystemName, current: Stamp | None) -> int:
+    """Resolve the drafter with ``trained`` on the target and write the stamp."""
     from pathlib import Path
+
+    from eagle3_contracts.cli import UsageError
+    from eagle3_contracts.config.claim import trained_stamp
+    from eagle3_contracts.config.plan import resolve
+    from eagle3_contracts.config.readers import read_draft_config, read_target_config
+    from eagle3_contracts.stamp import write_stamp
 
     draft_path = Path(args.draft)
     config_path = draft_path / "config.json" if draft_path.is_dir() else draft_path
     draft = read_draft_config(config_path)
     target = read_target_config(args.target)
-    plan = resolve(draft, target, args.trained_with)
+    plan = resolve(draft, target, trained)
     stamp = trained_stamp(plan, args.trained_with, target)
     changed = [] if current is None else _changes(current, stamp)
     if current is not None and changed and not args.force:

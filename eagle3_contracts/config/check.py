@@ -32,7 +32,13 @@ from eagle3_contracts.config.readers import (
     resolve_model,
     resolve_weights,
 )
-from eagle3_contracts.conventions import EngineSpec, SystemName, TrainerSpec, methods, parse_system
+from eagle3_contracts.conventions import (
+    EngineSpec,
+    SystemName,
+    TrainerSpec,
+    methods,
+    system_name,
+)
 from eagle3_contracts.differences import label as finding_label
 from eagle3_contracts.differences import terminal_width, text_table
 from eagle3_contracts.errors import ConfigError, ContractError
@@ -154,6 +160,9 @@ class CheckReport:
     pipeline: Mapping[str, Any] | None = None
     title: str | None = None  # e.g. "example kimi-k2.5": paths are then shown by file name
     claim: Claim | None = field(default=None, compare=False)  # what the training side came from
+    # the serving systems checked, typed as parsed where their names entered (``fix`` re-checks
+    # with them)
+    systems: tuple[SystemName, ...] = field(default=(), compare=False)
 
     @property
     def ok(self) -> bool:
@@ -333,7 +342,7 @@ def _answered_for(plan: CapturePlan) -> str:
     name the system column already shows; ``-`` for registry conventions."""
     if plan.release is None:
         return "-"
-    spec = parse_system(plan.release, field="release")
+    spec = plan.feed.spec  # the release answered, typed: never parsed again
     version = spec.version if isinstance(spec, (EngineSpec, TrainerSpec)) else None
     runner = f":{plan.runner}" if plan.runner else ""
     return f"{version}{runner} {plan.model_file or '(no model file)'}"
@@ -362,8 +371,8 @@ def check_drafter(
     target: PathOrDict | TargetConfig | None = None,
     num_layers: int | None = None,
     hidden_size: int | None = None,
-    trained_with: str | None = None,
-    serve_with: Sequence[str] = (),
+    trained_with: str | SystemName | None = None,
+    serve_with: Sequence[str | SystemName] = (),
     weights: str | os.PathLike[str] | Mapping[str, TensorInfo] | None = None,
     served_configs: Sequence[PathOrDict | DraftConfig] = (),
     pp_size: int | None = None,
@@ -380,26 +389,28 @@ def check_drafter(
     each is checked against the training of ``draft``. ``pp_size``/``pp_partition``: the
     serving pipeline split (``"15,15,16,15"``). The training claim is the drafter's stamp,
     else ``trained_with``, else ``EAGLE3_CONTRACTS_TRAINED_WITH`` in ``environ`` (default
-    ``os.environ``), as in every tool; the report's notes say which.
+    ``os.environ``), as in every tool; the report's notes say which. Each system name is parsed
+    once, here (or given typed, as ``conventions.parse_system`` returns it), and flows on typed.
     """
     from eagle3_contracts.stamp import ENV_TRAINED_WITH, trained_with_env
 
     notes: list[str] = []
     env_claim = trained_with_env(environ)
+    env_name = None
     if env_claim is not None and not trained_with:  # a name is refused before any file is read
-        _check_name(env_claim, ENV_TRAINED_WITH)
-    systems = _systems(serve_with, trained_with, notes)
+        env_name = system_name(env_claim, field=ENV_TRAINED_WITH)
+    systems, trained_name = _systems(serve_with, trained_with, notes)
     draft, target, weights = _resolve_sources(draft, target, weights, notes)
     draft_cfg = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     target_cfg = _target(target, num_layers, hidden_size)
     _note_dropped_ids(draft_cfg, target_cfg, notes)
-    claim = trained_claim(draft_cfg, target_cfg, trained_with, environ)
+    claim = trained_claim(draft_cfg, target_cfg, trained_name, environ, env_name=env_name)
     if claim.source.kind == "stamp":
         notes.append(claim.describe())
     elif claim.source.kind == "env" or claim.source.overridden:
         notes.append(f"training claim: {claim.describe()}")
-    trained_with = claim.plan.system if claim.source.stamp and claim.plan else claim.trained_with
-    readings, ambiguous = _readings(claim.plan, draft_cfg, target_cfg, trained_with, notes)
+    claimed = claim.plan.system if claim.source.stamp and claim.plan else claim.trained_with
+    readings, ambiguous = _readings(claim.plan, draft_cfg, target_cfg, claimed, notes)
 
     served = [draft_cfg] + [
         c if isinstance(c, DraftConfig) else read_draft_config(c) for c in served_configs
@@ -424,12 +435,12 @@ def check_drafter(
     if partitions:
         pipeline = {
             "pp_size": next(iter(partitions.values())).pp_size,
-            "partitions": {name: p.to_dict() for name, p in partitions.items()},
+            "partitions": {name.given: p.to_dict() for name, p in partitions.items()},
         }
     return CheckReport(
         draft=draft_cfg,
         target=target_cfg,
-        trained_with=trained_with,
+        trained_with=claimed,
         readings=readings,
         ambiguous=ambiguous,
         rows=tuple(rows),
@@ -438,26 +449,27 @@ def check_drafter(
         pipeline=pipeline,
         title=title,
         claim=claim,
+        systems=systems,
     )
 
 
 def _systems(
-    serve_with: str | Sequence[str], trained_with: str | None, notes: list[str]
-) -> tuple[str, ...]:
-    """The serving systems to check (every engine when none is named), each name checked first,
-    as one typed error."""
-    if isinstance(serve_with, str):
+    serve_with: str | SystemName | Sequence[str | SystemName],
+    trained_with: str | SystemName | None,
+    notes: list[str],
+) -> tuple[tuple[SystemName, ...], SystemName | None]:
+    """The serving systems to check (every engine when none is named) and the trainer named,
+    each parsed once, here, before anything is read (one typed error naming the option)."""
+    if isinstance(serve_with, (str, *conventions.SYSTEM_TYPES)):
         serve_with = (serve_with,)
-    systems = tuple(serve_with) or conventions.SERVING
+    given = tuple(serve_with) or conventions.SERVING
     if not serve_with:
-        notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
-    for name in systems:
-        _check_name(name, "serve_with")  # fail early, as one typed error, on an unknown name
-    if trained_with:
-        _check_name(trained_with, "trained_with")
-    for name in systems:
-        _check_serving(name)
-    return systems
+        notes.append(f"no --serve-with: checked every engine ({', '.join(conventions.SERVING)})")
+    systems = tuple(system_name(name, field="serve_with") for name in given)
+    trained = system_name(trained_with, field="trained_with") if trained_with else None
+    for spec in systems:
+        _check_serving(spec)
+    return systems, trained
 
 
 def _note_dropped_ids(draft: DraftConfig, target: TargetConfig, notes: list[str]) -> None:
@@ -544,10 +556,10 @@ def _row(
     label: str,
     reading: str,
     trained: CapturePlan,
-    name: str,
+    name: SystemName,
     draft: DraftConfig,
     target: TargetConfig,
-    partitions: Mapping[str, Any],
+    partitions: Mapping[SystemName, Any],
 ) -> CheckRow:
     """One row: what ``name`` feeds the served config, against the training."""
     part = partitions.get(name) if partitions else None
@@ -557,28 +569,24 @@ def _row(
         from eagle3_contracts.parallel.partition import stage_ownership
 
         stages = stage_ownership(plan.layer_ids + plan.pp_dropped, part)
-    return CheckRow(label, reading, name, plan, compare(trained, plan), stages)
+    return CheckRow(label, reading, name.given, plan, compare(trained, plan), stages)
 
 
-def check_system_name(name: str, *, serving: bool) -> None:
-    """A typed error for a system name no one answers (or a trainer named to serve), checked
-    before any config is read: what the pytest plugin validates once per session."""
-    _check_name(name, "serve_with" if serving else "trained_with")
+def check_system_name(name: str | SystemName, *, serving: bool) -> SystemName:
+    """The typed name, or a typed error for a system name no one answers (or a trainer named
+    to serve), checked before any config is read: what the pytest plugin validates once per
+    session (and may pass on typed)."""
+    spec = system_name(name, field="serve_with" if serving else "trained_with")
     if serving:
-        _check_serving(name)
+        _check_serving(spec)
+    return spec
 
 
-def _check_name(name: str, field: str) -> SystemName:
-    """The typed meaning of a system or trainer name; one typed error naming the option for a
-    name no one answers, before anything is read (``conventions.parse_system``)."""
-    return parse_system(name, field=field)
-
-
-def _check_serving(name: str) -> None:
+def _check_serving(spec: SystemName) -> None:
     """A trainer release (``specforge==0.2.0``) trains drafters; it serves none."""
-    if isinstance(parse_system(name, field="serve_with"), TrainerSpec):
+    if isinstance(spec, TrainerSpec):
         raise ContractError(
-            f"{name!r} is a trainer release: it trains drafters and serves none; give it as "
+            f"{spec.given!r} is a trainer release: it trains drafters and serves none; give it as "
             f"--trained-with and name a serving engine release (e.g. 'sglang==0.5.23', "
             f"'vllm==0.33.0:v1') as --serve-with",
             field="serve_with",
@@ -605,11 +613,11 @@ def _target(
 
 
 def _partitions(
-    systems: Sequence[str],
+    systems: Sequence[SystemName],
     target: TargetConfig,
     pp_size: int | None,
     pp_partition: str | Sequence[int] | None,
-) -> dict[str, Any]:
+) -> dict[SystemName, Any]:
     if pp_size is None and pp_partition is None:
         return {}
     from eagle3_contracts.parallel.partition import LayerPartition
@@ -620,16 +628,15 @@ def _partitions(
         return dict.fromkeys(systems, part)
     assert pp_size is not None
     out = {}
-    for name in systems:
-        spec = parse_system(name, field="serve_with")
+    for spec in systems:
         if isinstance(spec, EngineSpec):
             rule: str = spec.framework.value  # the engine's own split rule
         else:
             rule = conventions.get(
-                name, model_type=target.model_type, architectures=target.architectures
+                spec, model_type=target.model_type, architectures=target.architectures
             ).pp_split_rule
         try:
-            out[name] = LayerPartition.even(n, pp_size, rule=rule)
+            out[spec] = LayerPartition.even(n, pp_size, rule=rule)
         except ContractError as exc:
             raise ContractError(f"--pp-size: {exc}", field="pp_size") from None
     return out

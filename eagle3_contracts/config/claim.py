@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from eagle3_contracts.config.plan import CapturePlan, resolve
 from eagle3_contracts.config.readers import DraftConfig, TargetConfig
 from eagle3_contracts.contract import CaptureContract
+from eagle3_contracts.conventions import SYSTEM_TYPES, SystemName, system_name
 from eagle3_contracts.conventions.predict import fixed_feed
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.stamp import ClaimSource, Stamp, resolve_claim
+from eagle3_contracts.stamp import ENV_TRAINED_WITH, ClaimSource, Stamp, resolve_claim
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class Claim:
 
     source: ClaimSource  # stamp, --trained-with, environment, or none (and what it overrode)
     plan: CapturePlan | None  # the trained plan; None when nobody claims anything
+    # the claimed name, typed (None: a stamp or no claim): what re-resolves the claim on an
+    # edited config (``fix``) without parsing it again
+    name: SystemName | None = None
 
     @property
     def trained_with(self) -> str | None:
@@ -44,20 +48,29 @@ class Claim:
 def trained_claim(
     draft: DraftConfig,
     target: TargetConfig,
-    trained_with: str | None,
+    trained_with: str | SystemName | None,
     environ: Mapping[str, str] | None = None,
     *,
     where: str | None = None,
+    env_name: SystemName | None = None,
 ) -> Claim:
     """The claim for ``draft`` on ``target``, resolved once (see the module docstring); a
     stamp made for another target is a ``ConfigError`` naming both sizes. ``where``: how to
-    name the drafter's config in the claim (default: its source)."""
-    source = resolve_claim(draft.raw, where or draft.source, trained_with, environ)
+    name the drafter's config in the claim (default: its source). ``trained_with`` and
+    ``env_name`` (the environment's name) may come typed, parsed where they entered; the name
+    the claim answers with is parsed here otherwise, once, naming the option or variable."""
+    given = trained_with.given if isinstance(trained_with, SYSTEM_TYPES) else trained_with
+    source = resolve_claim(draft.raw, where or draft.source, given, environ)
     if source.kind == "none":
         return Claim(source, None)
     if source.stamp is None:
         assert source.trained_with is not None
-        return Claim(source, resolve(draft, target, source.trained_with))
+        if source.kind == "--trained-with":
+            assert trained_with is not None
+            name = system_name(trained_with, field="trained_with")
+        else:
+            name = system_name(env_name or source.trained_with, field=ENV_TRAINED_WITH)
+        return Claim(source, resolve(draft, target, name), name)
     stamp, note = source.stamp, source.describe()
     stamp.check_target(target.num_layers, target.hidden_size, draft.source)
     trained = stamp.contract

@@ -26,6 +26,7 @@ from eagle3_contracts._json_edit import edit_ids, set_top_level_key
 from eagle3_contracts.config.check import CheckReport, check_drafter
 from eagle3_contracts.config.claim import Claim, trained_stamp
 from eagle3_contracts.config.plan import Fix, apply_fix, resolve
+from eagle3_contracts.conventions import SystemName
 from eagle3_contracts.errors import ConfigError, ContractError
 from eagle3_contracts.stamp import ENV_TRAINED_WITH, STAMP_KEY, Stamp
 
@@ -72,16 +73,18 @@ def fix_drafter(
     draft: str | os.PathLike[str],
     *,
     target: str | os.PathLike[str],
-    serve_with: Sequence[str],
-    trained_with: str | None,
+    serve_with: Sequence[str | SystemName],
+    trained_with: str | SystemName | None,
 ) -> DrafterFix:
     """The fixed config for ``serve_with``; ``ContractError`` (field ``serve_with``) when no
-    one config can serve them all, or a release has no proven fix."""
+    one config can serve them all, or a release has no proven fix. Each name is parsed once
+    (by the first check) and re-used typed by the claim's pin and the re-check."""
     path = config_path(draft)
     report = check_drafter(
         str(path), target=str(target), trained_with=trained_with, serve_with=tuple(serve_with)
     )
     _check_fixable(report)
+    serve_with = report.systems if serve_with else ()  # as the check parsed them
     trained_with = report.claim.trained_with if report.claim else None  # resolved once
     edits = _edits(report)
     file = read_text_file(path, what="draft config")
@@ -103,10 +106,11 @@ def _pin(report: CheckReport, fixed: dict[str, Any], trained_with: str | None) -
     """The stamp of the original training when the claim, read again from the fixed config,
     would name other layers (``None``: the drafter is stamped, or the edits leave the claim
     where it was)."""
-    if report.claim is None or report.claim.source.stamp is not None or trained_with is None:
+    claim = report.claim
+    if claim is None or claim.source.stamp is not None or trained_with is None:
         return None
     trained = report.readings[0][1]
-    again = resolve(fixed, report.target, trained_with)
+    again = resolve(fixed, report.target, claim.name or trained_with)
     if (again.kind, again.layer_ids, again.non_canonical) == (
         trained.kind,
         trained.layer_ids,
@@ -178,16 +182,17 @@ def _recheck(
     text: str,
     report: CheckReport,
     trained_with: str | None,
-    serve_with: Sequence[str],
+    serve_with: Sequence[str | SystemName],
 ) -> None:
     """Check ``text`` as ``check`` with the same arguments will check the written file: the
     claim read from it must still be the original training, and every release must say ok."""
     import json
 
+    claim = report.claim
     again = check_drafter(
         json.loads(text),
         target=report.target,
-        trained_with=trained_with,
+        trained_with=(claim.name if claim is not None else None) or trained_with,
         serve_with=tuple(serve_with),
         environ={},
     )

@@ -35,13 +35,14 @@ from eagle3_contracts.conventions import (
     Framework,
     PipelineParallel,
     Role,
+    SystemName,
     TrainerSpec,
     Validation,
+    engine_spec,
     methods,
-    needs_target,
-    parse_system,
     predict,
     releases,
+    system_name,
 )
 from eagle3_contracts.conventions.predict import Feed, Kind, fixed_feed
 from eagle3_contracts.differences import WORDING, Difference, FindingKind, classify, say, width_text
@@ -75,6 +76,9 @@ class CapturePlan:
     pp_notes: tuple[str, ...] = ()  # what the pipeline partition did, in words
     convention: Convention | None = field(default=None, repr=False, compare=False)
     inputs: tuple[DraftConfig, TargetConfig] | None = field(default=None, repr=False, compare=False)
+    # the release named, typed as parsed where the name entered (None: a fixed reading); what
+    # the fix search predicts again with
+    spec: EngineSpec | TrainerSpec | None = field(default=None, repr=False, compare=False)
 
     # -- read through the answer ---------------------------------------------------------------
     @property
@@ -223,7 +227,7 @@ class Finding:
 def resolve(
     draft_config: DraftLike,
     target_config: TargetLike,
-    system: str | Convention,
+    system: str | SystemName | Convention,
     *,
     partition: LayerPartition | None = None,
 ) -> CapturePlan:
@@ -231,7 +235,8 @@ def resolve(
 
     Engine names (``sglang``, ``vllm==0.33.0:v1``) and trainer releases (``specforge``,
     ``specforge==0.2.0``: what it trained the drafter on) are answered per release through
-    ``conventions.predict.predict_system``.
+    ``conventions.predict.predict_system``. ``system`` is best given typed, as parsed where the
+    name entered (``conventions.parse_system``); a string is parsed here.
     """
     draft = (
         draft_config if isinstance(draft_config, DraftConfig) else read_draft_config(draft_config)
@@ -241,9 +246,10 @@ def resolve(
         if isinstance(target_config, TargetConfig)
         else read_target_config(target_config)
     )
-    if isinstance(system, str) and needs_target(parse_system(system, field="system")):
-        return _release_plan(draft, target, system, partition)  # answered per release
-    conv = conventions.get(system, model_type=target.model_type, architectures=target.architectures)
+    spec = system if isinstance(system, Convention) else system_name(system, field="system")
+    if isinstance(spec, (EngineSpec, TrainerSpec)):
+        return _release_plan(draft, target, spec, partition)  # answered per release
+    conv = conventions.get(spec, model_type=target.model_type, architectures=target.architectures)
     method = _method_plan(draft, target, conv)
     if method is not None:
         return method
@@ -356,15 +362,15 @@ def _unwritten(conv: Convention, native: tuple[int, ...] | None, n: int) -> str:
 def _release_plan(
     draft: DraftConfig,
     target: TargetConfig,
-    system: str,
+    spec: EngineSpec | TrainerSpec,
     partition: LayerPartition | None,
 ) -> CapturePlan:
-    feed = predict.predict_system(system, dict(draft.raw), target)
+    feed = predict.predict_system(spec, dict(draft.raw), target)
     # an unsupported or unknown row collects nothing: the partition is still checked
     pp = _release_pipeline(feed)
     pp_dropped, unread, pp_notes = _pipeline(pp, feed.canonical, target.num_layers, partition)
     return CapturePlan(
-        system=system,
+        system=spec.given,
         num_layers=target.num_layers,
         hidden_size=target.hidden_size,
         order="ascending",
@@ -375,6 +381,7 @@ def _release_plan(
         pp_unread=unread,
         pp_notes=pp_notes,
         inputs=(draft, target),
+        spec=spec,
     )
 
 
@@ -533,19 +540,20 @@ def _release_pipeline(feed: Feed) -> _Pipeline:
     when its setter reads ``self.pp_group.is_last_rank``; otherwise nothing was read that says
     whether earlier stages' states reach the drafter."""
     last_only = (
-        releases.last_stage_only(feed.release, feed.entry_class) if feed.entry_class else None
+        releases.last_stage_only(feed.spec, feed.entry_class)
+        if feed.entry_class and feed.spec is not None
+        else None
     )
     return _Pipeline(
         PipelineParallel.LAST_STAGE_ONLY if last_only else PipelineParallel.DEPENDS,
-        _captures_before_layer(feed.release),
+        _captures_before_layer(feed.spec),
         feed.system,
     )
 
 
-def _captures_before_layer(release: str) -> bool:
+def _captures_before_layer(spec: SystemName | None) -> bool:
     """SGLang's loops capture layer N as layer N + 1 starts (``if i in self.layers_to_capture``
     before layer i); vLLM's mixin records boundary idx + 1 after layer idx."""
-    spec = parse_system(release, field="release")
     # a trainer captures through its pinned SGLang release (``trainers.trainer_release``)
     return isinstance(spec, TrainerSpec) or (
         isinstance(spec, EngineSpec) and spec.framework is not Framework.VLLM
@@ -795,7 +803,8 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
     assert served.release is not None and served.inputs is not None
     if trained.kind != "segments" or trained.refused:
         return None, f"no fix: the trained side is {trained.kind} ({trained.key})"
-    if isinstance(parse_system(served.system, field="serve_with"), TrainerSpec):
+    serve = served.spec or served.feed.spec
+    if not isinstance(serve, EngineSpec):
         return None, f"no fix: {served.key} is a trainer release, not a serving engine"
     if trained.non_canonical or served.non_canonical:
         return None, (
@@ -806,7 +815,7 @@ def _release_fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, 
     fix = proven_fix(
         trained.layer_ids,
         _trained_count(trained),
-        served.system,
+        serve,
         served.feed,
         draft,
         target,
@@ -841,7 +850,7 @@ def _partition_remedy(want: Sequence[int], served: CapturePlan) -> str:
     if served.convention is not None:
         before = served.convention.captures_before_layer
     else:
-        before = served.release is not None and _captures_before_layer(served.release)
+        before = _captures_before_layer(served.feed.spec)
     start = min(i + 1 if before and i + 1 < n else max(i, 0) for i in want)
     where = (
         "serve without pipeline parallelism (the first trained layer is captured on stage 0)"
@@ -947,7 +956,7 @@ class Fix:
 def proven_fix(
     want: Sequence[int],
     trained_count: int,
-    system: str,
+    system: str | EngineSpec,
     feed: Feed,
     draft: DraftConfig,
     target: TargetConfig,
@@ -955,7 +964,9 @@ def proven_fix(
     state: str = "residual stream",
 ) -> Fix:
     """The id list to write where ``system`` reads ids so that it feeds exactly ``want``
-    (canonical, trained order), checked by predicting again; else why no list does."""
+    (canonical, trained order), checked by predicting again; else why no list does. A string
+    ``system`` is parsed here, once, not once per candidate."""
+    serve = system if isinstance(system, EngineSpec) else engine_spec(system, field="serve_with")
     if feed.kind == "unsupported":
         return Fix(None, None, f"no native ids can fix it: {feed.source}")
     if feed.kind == "unknown":
@@ -1004,7 +1015,7 @@ def proven_fix(
             if cand in seen:
                 continue
             seen.add(cand)
-            again = predict.predict_feed(system, _with_ids(draft.raw, feed.read_path, cand), target)
+            again = predict.predict_feed(serve, _with_ids(draft.raw, feed.read_path, cand), target)
             if _feeds_exactly(again, base, trained_count, state):
                 why = f"set {feed.read_path} = [{', '.join(map(str, cand))}]"
                 return Fix(cand, feed.read_path, why + f": {again.system} then feeds them")
@@ -1019,14 +1030,17 @@ def proven_fix(
     return Fix(None, None, reason)
 
 
-def release_fix(want: Sequence[int], system: str, draft: DraftLike, target: TargetLike) -> Fix:
+def release_fix(
+    want: Sequence[int], system: str | EngineSpec, draft: DraftLike, target: TargetLike
+) -> Fix:
     """``proven_fix`` for a caller that holds only the trained ids (the engine guards): what
     ``system`` feeds this drafter now, then the one search for the ids that make it feed
     exactly ``want`` with an fc of ``len(want)`` states."""
     d = draft if isinstance(draft, DraftConfig) else read_draft_config(draft)
     t = target if isinstance(target, TargetConfig) else read_target_config(target)
-    feed = predict.predict_feed(system, dict(d.raw), t)
-    return proven_fix(tuple(want), len(want), system, feed, d, t)
+    serve = system if isinstance(system, EngineSpec) else engine_spec(system, field="serve_with")
+    feed = predict.predict_feed(serve, dict(d.raw), t)
+    return proven_fix(tuple(want), len(want), serve, feed, d, t)
 
 
 def _feeds_exactly(feed: Feed, want: tuple[int, ...], trained_count: int, state: str) -> bool:

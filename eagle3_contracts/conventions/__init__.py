@@ -177,6 +177,8 @@ class FixedReading:
 
 
 SystemName = EngineSpec | TrainerSpec | FixedReading
+SYSTEM_TYPES = (EngineSpec, TrainerSpec, FixedReading)
+"""The parsed kinds of ``SystemName`` (for ``isinstance``)."""
 
 
 def known_names() -> tuple[str, ...]:
@@ -218,6 +220,14 @@ def parse_system(text: object, *, field: str) -> SystemName:
     if framework in FIXED and eq:
         raise ContractError(_versioned_fixed(given, framework), field=field)
     raise ContractError(_unknown(given, framework), field=field)
+
+
+def system_name(name: str | SystemName, *, field: str) -> SystemName:
+    """``name`` typed: a value already parsed (where the name entered) is passed on as it is, a
+    string is parsed here, once (``parse_system``, refusals naming ``field``)."""
+    if isinstance(name, SYSTEM_TYPES):
+        return name
+    return parse_system(name, field=field)
 
 
 _RANGE = re.compile(r"(~=|!=|>=|<=|===|>|<)")
@@ -402,7 +412,7 @@ def names() -> tuple[str, ...]:
 
 
 def get(
-    name: str | Convention,
+    name: str | SystemName | Convention,
     *,
     model_type: str | None = None,
     architectures: Sequence[str] = (),
@@ -417,7 +427,7 @@ def get(
     """
     if isinstance(name, Convention):
         return name
-    spec = parse_system(name, field="convention")
+    spec = system_name(name, field="convention")
     if isinstance(spec, FixedReading):
         return READINGS[spec.name] if spec.name in READINGS else REGISTRY[spec.name]
     if isinstance(spec, TrainerSpec):

@@ -28,17 +28,18 @@ target's capture (``embedding-residual-none``) collects nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from eagle3_contracts.conventions import (
     TRAINER_DEFAULTS,
     EngineSpec,
+    SystemName,
     TrainerSpec,
     engine_spec,
     methods,
-    parse_system,
     releases,
+    system_name,
 )
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
@@ -152,6 +153,9 @@ class Feed:
     read_path: str | None = field(default=None)  # where a fix must write ids for this release
     ignored_flags: tuple[str, ...] = ()  # norm flags the config sets that the release never reads
     unprobed: bool = False  # unknown because the release has no table (source says so)
+    # the release answered, typed, its version resolved (None: a fixed reading): what reads the
+    # answer on (pipeline fate, the answered-for column) never parses ``release`` again
+    spec: EngineSpec | TrainerSpec | None = field(default=None, repr=False, compare=False)
 
     @property
     def system(self) -> str:
@@ -245,16 +249,17 @@ def predict_feed(
             f"{spec.framework}=={version}"
         )
     release = f"{spec.framework}=={version}"
+    answered = replace(spec, version=version)
     if not releases.has_table(spec.framework, version):
         probed = releases.known_releases().get(spec.framework, ())
-        return _unprobed(release, spec.runner, probed, assumptions)
+        return _unprobed(answered, release, probed, assumptions)
     table = releases.load_table(spec.framework, version)
-    ctx = _Context(spec, release, table, target, draft_config, assumptions)
+    ctx = _Context(answered, release, table, target, draft_config, assumptions)
     return ctx.run(explicit_ids)
 
 
 def predict_system(
-    system: str,
+    system: str | SystemName,
     draft_config: Mapping[str, Any],
     target_config: TargetLike,
     *,
@@ -263,16 +268,17 @@ def predict_system(
     """What the system named ``system`` answers for the drafter: an engine release's feed
     (``sglang``, ``vllm==0.33.0:v1``), or the features a trainer release trained it on
     (``specforge==0.2.0``, through its pinned capture engine). ``field`` names the option a
-    refusal points at (``trained_with``, ``serve_with``)."""
+    refusal points at (``trained_with``, ``serve_with``) when ``system`` is a string, parsed
+    here; a name parsed where it entered is passed on typed."""
     from eagle3_contracts.conventions import trainers  # trainers imports this module
 
-    spec = parse_system(system, field=field)
+    spec = system_name(system, field=field)
     if isinstance(spec, EngineSpec):
         return predict_feed(spec, draft_config, target_config)
     if isinstance(spec, TrainerSpec):
         return trainers.predict_trainer(spec, draft_config, target_config)
     raise ContractError(
-        f"{system!r} is not a trainer release; known: {', '.join(TRAINER_DEFAULTS.values())}",
+        f"{spec.given!r} is not a trainer release; known: {', '.join(TRAINER_DEFAULTS.values())}",
         field=field,
     )
 
@@ -553,36 +559,13 @@ class _Context:
         """What the target's forward collects for ``elements`` and what the drafter gets."""
         n = self.target.num_layers
         width_states = self._fc_width()
-        if row.selection.inner_raises_on:
-            # the inner setter flags self.layers[e] (sglang 0.5.23 qwen2_moe.py:1153-1156):
-            # e >= L raises IndexError, a negative e flags layers[L + e] (observed running
-            # the release's qwen2_moe.py on CPU)
-            if any(e >= n for e in elements):
-                self.notes.append(
-                    f"the inner setter indexes self.layers[e] for e in {elements}: e >= {n} "
-                    "raises IndexError when the engine starts"
-                )
-                return self._feed("crash", (), width_states, "setter-index-error", source, read=fed)
-            elements = [e + n if e < 0 else e for e in elements]
-        arms = row.setter_arms
-        if arms is not None and arms.verdict is ArmsVerdict.NOT_ARMED:
-            self.notes.append(f"{arms.describe()} ({placement.describe()}): nothing is captured")
-            self._engine_crash(elements, (), placement)
-            return self._feed("crash", (), width_states, "no-aux-states", source, read=fed)
-        unread = next((s for s in placement.sites if s.value.startswith("needs reading")), None)
-        if unread is not None:  # what a capture site stores was not read: no layer is known
-            return self._unknown(
-                f"what {self.model_file} stores at its capture (line {unread.line}) "
-                f"{unread.value} ({placement.describe()})",
-                self._class_source(row),
-            )
-        if 0 in elements and placement.embedding in EMBEDDING_UNREAD:
-            return self._unknown(
-                f"loop index / boundary 0 (the embedding) asked: what {self.model_file} stores "
-                f"there needs reading ({placement.embedding}; {placement.describe()})",
-                self._class_source(row),
-            )
-        crash, collected = self._capture(elements, placement, n)
+        stored = self._setter(row, placement, elements)
+        if isinstance(stored, str):  # the setter's own crash: nothing is captured
+            return self._feed("crash", (), width_states, stored, source, read=fed)
+        unread = self._unread_capture(row, placement, stored)
+        if unread is not None:
+            return unread
+        crash, collected = self._capture(stored, placement, n)
         state = STREAM
         if placement.residual_dropped:
             state = DELTA
@@ -596,7 +579,7 @@ class _Context:
                 "crash", (), width_states, "embedding-residual-none", f"{crash}; {source}", read=fed
             )
         canonical = tuple(from_boundary(b, n) for b in collected)
-        engine_crash = self._engine_crash(elements, collected, placement)
+        engine_crash = self._engine_crash(stored, collected, placement)
         if engine_crash is None and self._fc_skipped(len(canonical)):
             return self._feed(
                 "segments", canonical, width_states, None, source, state=FC_SKIPPED, read=fed
@@ -605,6 +588,57 @@ class _Context:
             return self._feed(
                 "crash", canonical, width_states, engine_crash, source, state=state, read=fed
             )
+        crash = self._fc_crash(canonical, width_states)
+        kind: Kind = "segments" if crash is None else "crash"
+        return self._feed(kind, canonical, width_states, crash, source, state=state, read=fed)
+
+    def _setter(
+        self, row: EntryClass, placement: Placement, elements: list[int]
+    ) -> list[int] | str:
+        """The elements the setter leaves armed, or its crash class: an inner setter that
+        indexes ``self.layers``, or one whose EAGLE-3 arm is never taken."""
+        n = self.target.num_layers
+        if row.selection.inner_raises_on:
+            # the inner setter flags self.layers[e] (sglang 0.5.23 qwen2_moe.py:1153-1156):
+            # e >= L raises IndexError, a negative e flags layers[L + e] (observed running
+            # the release's qwen2_moe.py on CPU)
+            if any(e >= n for e in elements):
+                self.notes.append(
+                    f"the inner setter indexes self.layers[e] for e in {elements}: e >= {n} "
+                    "raises IndexError when the engine starts"
+                )
+                return "setter-index-error"
+            elements = [e + n if e < 0 else e for e in elements]
+        arms = row.setter_arms
+        if arms is not None and arms.verdict is ArmsVerdict.NOT_ARMED:
+            self.notes.append(f"{arms.describe()} ({placement.describe()}): nothing is captured")
+            self._engine_crash(elements, (), placement)
+            return "no-aux-states"
+        return elements
+
+    def _unread_capture(
+        self, row: EntryClass, placement: Placement, elements: list[int]
+    ) -> Feed | None:
+        """Unknown when what a capture site stores was not read (no layer is known), or the
+        embedding is asked where the probe did not read what boundary 0 holds."""
+        unread = next((s for s in placement.sites if s.value.startswith("needs reading")), None)
+        if unread is not None:
+            return self._unknown(
+                f"what {self.model_file} stores at its capture (line {unread.line}) "
+                f"{unread.value} ({placement.describe()})",
+                self._class_source(row),
+            )
+        if 0 in elements and placement.embedding in EMBEDDING_UNREAD:
+            return self._unknown(
+                f"loop index / boundary 0 (the embedding) asked: what {self.model_file} stores "
+                f"there needs reading ({placement.embedding}; {placement.describe()})",
+                self._class_source(row),
+            )
+        return None
+
+    def _fc_crash(self, canonical: tuple[int, ...], width_states: int) -> str | None:
+        """``fc-width-mismatch`` (said in a note) when the drafter's fc cannot take what the
+        target collects: another per-state width, or another number of states."""
         sized = self._fc_hidden()
         if sized is not None and sized[0] != self.target.hidden_size:
             self.notes.append(
@@ -614,9 +648,7 @@ class _Context:
                 "speculative step (set target_hidden_size = "
                 f"{self.target.hidden_size} if the drafter was trained on this target)"
             )
-            return self._feed(
-                "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
-            )
+            return "fc-width-mismatch"
         if len(canonical) != width_states:
             self.notes.append(
                 f"the drafter's fc takes {width_states} states "
@@ -624,10 +656,8 @@ class _Context:
                 f"{len(canonical)}: shape error at the first speculative step"
                 + (_VLLM_CPU_FC if self.table.framework is Framework.VLLM else "")
             )
-            return self._feed(
-                "crash", canonical, width_states, "fc-width-mismatch", source, state=state, read=fed
-            )
-        return self._feed("segments", canonical, width_states, None, source, state=state, read=fed)
+            return "fc-width-mismatch"
+        return None
 
     def _ignored_flags(self) -> None:
         """Norm flags the draft config sets (top level or ``eagle_config``) that the release's
@@ -919,6 +949,7 @@ class _Context:
             read_path=read.read_path,
             state=state,
             ignored_flags=tuple(self.ignored),
+            spec=self.spec,
         )
 
     def _feed_unsupported(self, where: str, source: str) -> Feed:
@@ -943,7 +974,7 @@ def unprobed_reason(release: str, probed: Sequence[str]) -> str:
 
 
 def _unprobed(
-    release: str, runner: str | None, probed: Sequence[str], assumptions: list[str]
+    spec: EngineSpec, release: str, probed: Sequence[str], assumptions: list[str]
 ) -> Feed:
     """An unknown row whose whole reason is the missing table: said once, in ``source``."""
     return Feed(
@@ -952,11 +983,12 @@ def _unprobed(
         width_states=None,
         crash=None,
         release=release,
-        runner=runner,
+        runner=spec.runner,
         model_file="",
         source=unprobed_reason(release, probed),
         assumptions=tuple(assumptions),
         unprobed=True,
+        spec=spec,
     )
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3_contracts._io import user_cache_dir
-from eagle3_contracts.conventions import EngineSpec, parse_system
+from eagle3_contracts.conventions import EngineSpec, SystemName, system_name
 from eagle3_contracts.conventions._entry import (
     Convention,
     Dedup,
@@ -959,10 +959,11 @@ def newest_release(framework: str) -> str:
     return known[-1]
 
 
-def last_stage_only(release: str, entry_class: str) -> bool | None:
+def last_stage_only(release: str | SystemName, entry_class: str) -> bool | None:
     """Whether the entry class's setter captures only on the last pipeline rank (its probed
-    ``if not self.pp_group.is_last_rank``); ``None`` when the probe did not read it."""
-    spec = parse_system(release, field="release")
+    ``if not self.pp_group.is_last_rank``); ``None`` when the probe did not read it. A release
+    already parsed (``Feed.spec``) is not parsed again."""
+    spec = system_name(release, field="release")
     if not isinstance(spec, EngineSpec) or spec.version is None:
         return None
     row = load_table(spec.framework, spec.version).classes.get(entry_class)

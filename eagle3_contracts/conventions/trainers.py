@@ -18,9 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
-from eagle3_contracts.conventions import TrainerSpec, methods, parse_system, releases
+from eagle3_contracts.conventions import (
+    EngineSpec,
+    TrainerSpec,
+    engine_spec,
+    methods,
+    parse_system,
+    releases,
+)
 from eagle3_contracts.conventions.hf import NESTED
 from eagle3_contracts.conventions.hf import TOP_LEVEL as TOP
 from eagle3_contracts.conventions.predict import (
@@ -59,11 +67,12 @@ ONLINE_CAPTURE = (
 """What a SpecForge 0.2.0 answer assumes about how its training features were captured."""
 
 
-def trainer_release(name: str) -> TrainerRelease:
-    """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed)."""
-    spec = parse_system(name, field="trained_with")
+def trainer_release(name: str | TrainerSpec) -> TrainerRelease:
+    """The probed trainer release ``specforge==0.2.0`` (``ContractError`` if not probed); a
+    string is parsed here, a ``TrainerSpec`` parsed where the name entered is used as it is."""
+    spec = name if isinstance(name, TrainerSpec) else parse_system(name, field="trained_with")
     if not isinstance(spec, TrainerSpec):
-        raise ContractError(f"{name!r} is not a trainer release", field="trained_with")
+        raise ContractError(f"{spec.given!r} is not a trainer release", field="trained_with")
     name = spec.release
     table = releases.load_trainer_table(spec.framework, spec.release_version)
     if table.resolver_needs_reading or table.engine is None or table.default is None:
@@ -129,7 +138,8 @@ def predict_trainer(
     method = methods.detect(draft_config)
     block = BLOCK_TRAINERS.get(spec.release)
     if method.block and block is not None:
-        return predict_block_trainer(block, method, draft_config, target_config, tuple(assumptions))
+        feed = predict_block_trainer(block, method, draft_config, target_config, tuple(assumptions))
+        return replace(feed, spec=_answered(spec))
     if spec.release not in EAGLE3_TRAINERS:
         raise ContractError(
             f"{spec.release} trains {', '.join(block.methods) if block else 'no'} drafters; "
@@ -138,7 +148,7 @@ def predict_trainer(
         )
     if spec.version is None:
         assumptions[-1] += " with its default (only) backend sglang"
-    trainer = trainer_release(spec.release)
+    trainer = trainer_release(spec)
     n = target_facts(target_config).num_layers
     eagle = draft_config.get("eagle_config")
     given = eagle.get(TOP) if isinstance(eagle, Mapping) else None
@@ -159,8 +169,11 @@ def predict_trainer(
             notes=(f"{trainer.name} refuses this config: {'; '.join(refused)}",),
             native_ids=tuple(ids),  # what was refused: the drafter's files are still checked
             ids_source=NESTED if given is not None else "default",
+            spec=_answered(spec),
         )
-    captured = predict_feed(trainer.engine, draft_config, target_config, explicit_ids=ids)
+    captured = predict_feed(
+        _capture_engine(trainer.engine), draft_config, target_config, explicit_ids=ids
+    )
     kind, crash = captured.kind, captured.crash
     # the engine sized its fc from the draft config; the trainer builds it for len(ids) states,
     # so training crashes only when the capture holds another number of states
@@ -187,7 +200,19 @@ def predict_trainer(
         notes=captured.notes,
         state=captured.state,
         read_path=NESTED,
+        spec=_answered(spec),
     )
+
+
+@cache
+def _capture_engine(name: str) -> EngineSpec:
+    """The pinned capture engine a trainer table names (``sglang==0.5.14``), parsed once."""
+    return engine_spec(name, field="trained_with")
+
+
+def _answered(spec: TrainerSpec) -> TrainerSpec:
+    """The trainer release a feed answers for, its version resolved (``specforge`` = 0.2.0)."""
+    return replace(spec, version=spec.release_version)
 
 
 def _resolved_ids(

@@ -45,6 +45,7 @@ import pytest
 
 if TYPE_CHECKING:
     from eagle3_contracts.contract import CaptureContract
+    from eagle3_contracts.conventions import SystemName
 
 GPU_MARKER = "eagle3_gpu"
 GPU_REASON = f"{GPU_MARKER}: no CUDA device available (torch.cuda.is_available() is False)"
@@ -132,6 +133,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 _CONFIGS = pytest.StashKey[frozenset[Path]]()
 _HUB_DRAFTS = pytest.StashKey[tuple[tuple[str, Path], ...]]()
+_NAMES = pytest.StashKey[dict[tuple[str, str], "SystemName"]]()
+"""(option, name as configured) -> the name typed, parsed once per session: what each item
+hands ``check_drafter`` (``conventions.SystemName``)."""
 
 
 def _hub_draft(config: pytest.Config, pattern: str) -> bool:
@@ -191,11 +195,13 @@ def _check_system_names(config: pytest.Config) -> None:
     named = [("eagle3_serve_with", s, True) for s in serve_with(config)]
     trained = config.getini("eagle3_trained_with").strip()
     named += [("eagle3_trained_with", trained, False)] if trained else []
+    typed = {}
     for option, name, serving in named:
         try:
-            check_system_name(name, serving=serving)
+            typed[option, name] = check_system_name(name, serving=serving)
         except ContractError as exc:
             raise pytest.UsageError(f"{option} {name!r}: {exc}") from None
+    config.stash[_NAMES] = typed
 
 
 def serve_with(config: pytest.Config) -> list[str]:
@@ -345,11 +351,14 @@ class DrafterServeItem(pytest.Item):
                 f"put the target's config.json next to the drafter as target.json"
             )
         trained = self.config.getini("eagle3_trained_with").strip() or None
+        typed = self.config.stash.get(_NAMES, {})  # parsed once, when the session started
         report = check_drafter(
             str(self.path),
             target=str(target),
-            trained_with=trained,
-            serve_with=() if self.system is None else (self.system,),
+            trained_with=trained and typed.get(("eagle3_trained_with", trained), trained),
+            serve_with=()
+            if self.system is None
+            else (typed.get(("eagle3_serve_with", self.system), self.system),),
         )
         if not report.ok:
             # the first line is what `pytest -r` shows: the verdict and the fix
