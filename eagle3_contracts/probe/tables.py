@@ -30,6 +30,7 @@ from eagle3_contracts.conventions.releases import REF, SHARED_SECTIONS, WHOLE, W
 from eagle3_contracts.probe import readings, runner
 from eagle3_contracts.probe.frameworks import FrameworkSpec, wanted
 from eagle3_contracts.probe.idsource import default_only_readers, find_readers, probe_reader
+from eagle3_contracts.probe.methods import read_methods
 from eagle3_contracts.probe.placement import (
     CAPTURE_FLAG,
     CAPTURE_SETS,
@@ -398,6 +399,7 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     flags = read_drafter_flags(root, spec.model_dir + DRAFTER_FILE)
     if flags is not None:
         table["drafter_flags"] = flags
+    table["methods"] = read_methods(spec, version, root)
     wheel = root / "wheel.json"
     if wheel.exists():
         info = json.loads(wheel.read_text())
