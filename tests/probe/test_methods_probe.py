@@ -16,304 +16,132 @@ from eagle3_contracts.conventions.releases import load_table
 from eagle3_contracts.probe.frameworks import FRAMEWORKS
 from eagle3_contracts.probe.methods import Anchor, Sources, read_methods
 
+_SG, _VL = "sglang==0.5.23", "vllm==0.33.0"
+_SG_READ = (
+    "dflash_config.target_layer_ids, else top-level target_layer_ids (srt/speculative/"
+    "dflash_utils.py:657-675), then model set_dflash_layers_to_capture: loop index id + 1 "
+    "(models/llama.py:943-953, qwen3.py:793-805, nemotron_h.py:1225-1234)"
+)
+_SG_ROW = {
+    "loads": True,
+    "reads": (_SG_READ,),
+    "fallback": "build_target_layer_ids(L, draft num_hidden_layers) on the runtime target "
+    "(dflash_utils.py:568-571, spec_aux_hidden_state.py:247-250): a guess, logged nowhere",
+    "fc": "len(target_layer_ids), else draft num_hidden_layers, x hidden_size "
+    "(models/dflash.py:750-774)",
+    "setter": "set_dflash_layers_to_capture (attention_backend_setup.py:62-72)",
+    "checks": (
+        "ids must lie in [0, L) (dflash_utils.py:579-584 ValueError)",
+        "num_target_layers != L only logs a warning (spec_aux_hidden_state.py:236-245)",
+        "draft num_hidden_layers required (dflash_utils.py:545-551)",
+    ),
+    "only_format": None,
+}
+_VL_READ = (
+    "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-150: top-level "
+    "eagle_aux_hidden_state_layer_ids, then dflash_config.target_layer_ids + 1, then "
+    "dspark_target_layer_ids + 1, then target_layer_ids + 1 (boundaries)"
+)
+_VL_ROW = {
+    "loads": True,
+    "reads": (_VL_READ,),
+    "fallback": "the EAGLE-3 default boundaries (2, L//2, L-3) of the target model file",
+    "fc": "len(eagle3_utils ids), else draft num_hidden_layers, x (target_hidden_size or "
+    "hidden_size) (model_executor/models/qwen3_dflash.py:84-93; a different feed raises "
+    "ValueError at qwen3_dflash.py:839-845)",
+    "setter": "SupportsEagle3 set_aux_hidden_state_layers",
+    "checks": (),
+    "only_format": None,
+}
+_REGISTRY = "model_executor/models/registry.py"
+
+
+def _absent(drafter: str, **rest: Any) -> dict[str, Any]:
+    empty = {"reads": (), "fallback": "", "fc": "", "setter": "", "checks": ()}
+    return {"loads": False, "drafter": drafter, **empty, "only_format": None, **rest}
+
+
 HAND_READ: dict[tuple[str, str], dict[str, Any]] = {
-    ("sglang==0.5.23", "dflash"): {
-        "loads": True,
+    (_SG, "dflash"): {
+        **_SG_ROW,
         "drafter": "models/dflash.py:1317-1324 EntryClass DFlashDraftModel",
-        "reads": (
-            "dflash_config.target_layer_ids, else top-level "
-            "target_layer_ids "
-            "(srt/speculative/dflash_utils.py:657-675), then "
-            "model set_dflash_layers_to_capture: loop index id "
-            "+ 1 (models/llama.py:943-953, qwen3.py:793-805, "
-            "nemotron_h.py:1225-1234)",
-        ),
-        "fallback": "build_target_layer_ids(L, draft "
-        "num_hidden_layers) on the runtime target "
-        "(dflash_utils.py:568-571, "
-        "spec_aux_hidden_state.py:247-250): a guess, "
-        "logged nowhere",
-        "fc": "len(target_layer_ids), else draft num_hidden_layers, x "
-        "hidden_size (models/dflash.py:750-774)",
-        "setter": "set_dflash_layers_to_capture (attention_backend_setup.py:62-72)",
-        "checks": (
-            "ids must lie in [0, L) (dflash_utils.py:579-584 ValueError)",
-            "num_target_layers != L only logs a warning (spec_aux_hidden_state.py:236-245)",
-            "draft num_hidden_layers required (dflash_utils.py:545-551)",
-        ),
-        "only_format": None,
     },
-    ("sglang==0.5.23", "dflash2"): {
-        "loads": True,
+    (_SG, "dflash2"): {
+        **_SG_ROW,
         "drafter": "models/dflash.py:1264, 1317-1324 EntryClass DFlash2DraftModel",
-        "reads": (
-            "dflash_config.target_layer_ids, else top-level "
-            "target_layer_ids "
-            "(srt/speculative/dflash_utils.py:657-675), then "
-            "model set_dflash_layers_to_capture: loop index id "
-            "+ 1 (models/llama.py:943-953, qwen3.py:793-805, "
-            "nemotron_h.py:1225-1234)",
-        ),
-        "fallback": "build_target_layer_ids(L, draft "
-        "num_hidden_layers) on the runtime target "
-        "(dflash_utils.py:568-571, "
-        "spec_aux_hidden_state.py:247-250): a guess, "
-        "logged nowhere",
-        "fc": "len(target_layer_ids), else draft num_hidden_layers, "
-        "x hidden_size (models/dflash.py:750-774)",
-        "setter": "set_dflash_layers_to_capture (attention_backend_setup.py:62-72)",
-        "checks": (
-            "ids must lie in [0, L) (dflash_utils.py:579-584 ValueError)",
-            "num_target_layers != L only logs a warning (spec_aux_hidden_state.py:236-245)",
-            "draft num_hidden_layers required (dflash_utils.py:545-551)",
-        ),
-        "only_format": None,
     },
-    ("sglang==0.5.23", "domino"): {
-        "loads": True,
-        "drafter": "models/dflash.py DFlashDraftModel with "
-        "projector_type 'domino' (dflash_utils.py:542-543)",
-        "reads": (
-            "dflash_config.target_layer_ids, else top-level "
-            "target_layer_ids "
-            "(srt/speculative/dflash_utils.py:657-675), then "
-            "model set_dflash_layers_to_capture: loop index id "
-            "+ 1 (models/llama.py:943-953, qwen3.py:793-805, "
-            "nemotron_h.py:1225-1234)",
-        ),
-        "fallback": "build_target_layer_ids(L, draft "
-        "num_hidden_layers) on the runtime target "
-        "(dflash_utils.py:568-571, "
-        "spec_aux_hidden_state.py:247-250): a guess, "
-        "logged nowhere",
-        "fc": "len(target_layer_ids), else draft num_hidden_layers, x "
-        "hidden_size (models/dflash.py:750-774)",
-        "setter": "set_dflash_layers_to_capture (attention_backend_setup.py:62-72)",
+    (_SG, "domino"): {
+        **_SG_ROW,
+        "drafter": "models/dflash.py DFlashDraftModel with projector_type 'domino' "
+        "(dflash_utils.py:542-543)",
         "checks": (
-            "ids must lie in [0, L) (dflash_utils.py:579-584 ValueError)",
-            "num_target_layers != L only logs a warning (spec_aux_hidden_state.py:236-245)",
-            "draft num_hidden_layers required (dflash_utils.py:545-551)",
-            "Domino needs shift_label (bool), "
-            "pure_draft_prefix_len == 1, gru_hidden_dim, "
-            "emb_dim, block_size > 1 "
-            "(dflash_utils.py:774-791)",
+            *_SG_ROW["checks"],
+            "Domino needs shift_label (bool), pure_draft_prefix_len == 1, gru_hidden_dim, "
+            "emb_dim, block_size > 1 (dflash_utils.py:774-791)",
         ),
-        "only_format": None,
     },
-    ("sglang==0.5.23", "dspark"): {
-        "loads": True,
-        "drafter": "models/dspark.py:995 EntryClass Qwen3DSparkModel, "
-        "LingDSparkModel, DSparkDraftModel",
+    (_SG, "dspark"): {
+        **_SG_ROW,
+        "drafter": "models/dspark.py:995 EntryClass Qwen3DSparkModel, LingDSparkModel, "
+        "DSparkDraftModel",
         "reads": (
-            "dspark_target_layer_ids overrides the DFlash ids "
-            "(spec_aux_hidden_state.py:260-277, "
-            "speculative/dspark_components/dspark_config.py:221-237); "
-            "dflash_config.target_layer_ids, else top-level "
-            "target_layer_ids "
-            "(srt/speculative/dflash_utils.py:657-675), then "
-            "model set_dflash_layers_to_capture: loop index id "
-            "+ 1 (models/llama.py:943-953, qwen3.py:793-805, "
-            "nemotron_h.py:1225-1234)",
+            "dspark_target_layer_ids overrides the DFlash ids (spec_aux_hidden_state.py:260-277, "
+            "speculative/dspark_components/dspark_config.py:221-237); " + _SG_READ,
         ),
-        "fallback": "build_target_layer_ids(L, draft "
-        "num_hidden_layers) on the runtime target "
-        "(dflash_utils.py:568-571, "
-        "spec_aux_hidden_state.py:247-250): a guess, "
-        "logged nowhere",
-        "fc": "len(target_layer_ids), else draft num_hidden_layers, x "
-        "hidden_size (models/dflash.py:750-774)",
-        "setter": "set_dspark_layers_to_capture, else "
-        "set_dflash_layers_to_capture "
+        "setter": "set_dspark_layers_to_capture, else set_dflash_layers_to_capture "
         "(attention_backend_setup.py:62-72)",
         "checks": (
-            "ids must lie in [0, L) (dflash_utils.py:579-584 ValueError)",
-            "num_target_layers != L only logs a warning (spec_aux_hidden_state.py:236-245)",
-            "draft num_hidden_layers required (dflash_utils.py:545-551)",
+            *_SG_ROW["checks"],
             "markov_rank > 0 (spec_aux_hidden_state.py:268-272 ValueError)",
         ),
-        "only_format": None,
     },
-    ("sglang==0.5.23", "nemotron-3.5"): {
-        "loads": True,
-        "drafter": "models/dflash.py DFlashDraftModel / "
-        "models/dspark.py Qwen3DSparkModel, the "
-        "Nemotron-3.5 layout told by "
-        "is_nemotron_35_draft_config "
-        "(dflash_utils.py:461-498)",
-        "reads": (
-            "dflash_config.target_layer_ids, else "
-            "top-level target_layer_ids "
-            "(srt/speculative/dflash_utils.py:657-675), "
-            "then model set_dflash_layers_to_capture: "
-            "loop index id + 1 (models/llama.py:943-953, "
-            "qwen3.py:793-805, nemotron_h.py:1225-1234); "
-            "eagle_aux_hidden_state_layer_ids is read "
-            "only to tell the layout",
-        ),
-        "fallback": "build_target_layer_ids(L, draft "
-        "num_hidden_layers) on the runtime target "
-        "(dflash_utils.py:568-571, "
-        "spec_aux_hidden_state.py:247-250): a "
-        "guess, logged nowhere",
-        "fc": "len(target_layer_ids), else draft "
-        "num_hidden_layers, x hidden_size "
-        "(models/dflash.py:750-774)",
-        "setter": "set_dflash_layers_to_capture (attention_backend_setup.py:62-72)",
+    (_SG, "nemotron-3.5"): {
+        **_SG_ROW,
+        "drafter": "models/dflash.py DFlashDraftModel / models/dspark.py Qwen3DSparkModel, the "
+        "Nemotron-3.5 layout told by is_nemotron_35_draft_config (dflash_utils.py:461-498)",
+        "reads": (_SG_READ + "; eagle_aux_hidden_state_layer_ids is read only to tell the layout",),
         "checks": (
-            "ids must lie in [0, L) (dflash_utils.py:579-584 ValueError)",
-            "num_target_layers != L only logs a warning (spec_aux_hidden_state.py:236-245)",
-            "draft num_hidden_layers required (dflash_utils.py:545-551)",
-            "the Nemotron-3.5 layout needs "
-            "eagle_aux_hidden_state_layer_ids[i] == "
-            "target_layer_ids[i] + 1 "
-            "(dflash_utils.py:487-493), else it is built "
-            "as a generic DFlash drafter",
+            *_SG_ROW["checks"],
+            "the Nemotron-3.5 layout needs eagle_aux_hidden_state_layer_ids[i] == "
+            "target_layer_ids[i] + 1 (dflash_utils.py:487-493), else it is built as a generic "
+            "DFlash drafter",
         ),
-        "only_format": None,
     },
-    ("sglang==0.5.23", "p-eagle"): {
+    (_SG, "p-eagle"): _absent(
+        "no EntryClass registers PEagleDraftModel / PeagleLlamaForCausalLM (srt/models/*.py): "
+        "the draft model cannot be built"
+    ),
+    (_VL, "dflash"): {**_VL_ROW, "drafter": f"{_REGISTRY}:664 DFlashDraftModel -> qwen3_dflash"},
+    (_VL, "dflash2"): {**_VL_ROW, "drafter": f"{_REGISTRY}:666 DFlash2DraftModel -> qwen3_dflash2"},
+    (_VL, "domino"): {
+        **_VL_ROW,
         "loads": False,
-        "drafter": "no EntryClass registers PEagleDraftModel / "
-        "PeagleLlamaForCausalLM (srt/models/*.py): the "
-        "draft model cannot be built",
-        "reads": (),
-        "fallback": "",
-        "fc": "",
+        "drafter": "no vllm 0.33.0 file reads dflash_config.projector_type: a Domino drafter's "
+        "projector (gru_hidden_dim, emb_dim) has no module to load into",
         "setter": "",
-        "checks": (),
-        "only_format": None,
     },
-    ("vllm==0.33.0", "dflash"): {
-        "loads": True,
-        "drafter": "model_executor/models/registry.py:664 DFlashDraftModel -> qwen3_dflash",
-        "reads": (
-            "V2 "
-            "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-150: "
-            "top-level eagle_aux_hidden_state_layer_ids, then "
-            "dflash_config.target_layer_ids + 1, then "
-            "dspark_target_layer_ids + 1, then target_layer_ids + "
-            "1 (boundaries)",
-        ),
-        "fallback": "the EAGLE-3 default boundaries (2, L//2, L-3) of the target model file",
-        "fc": "len(eagle3_utils ids), else draft num_hidden_layers, x "
-        "(target_hidden_size or hidden_size) "
-        "(model_executor/models/qwen3_dflash.py:84-93; a "
-        "different feed raises ValueError at "
-        "qwen3_dflash.py:839-845)",
-        "setter": "SupportsEagle3 set_aux_hidden_state_layers",
-        "checks": (),
-        "only_format": None,
-    },
-    ("vllm==0.33.0", "dflash2"): {
-        "loads": True,
-        "drafter": "model_executor/models/registry.py:666 DFlash2DraftModel -> qwen3_dflash2",
-        "reads": (
-            "V2 "
-            "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-150: "
-            "top-level eagle_aux_hidden_state_layer_ids, then "
-            "dflash_config.target_layer_ids + 1, then "
-            "dspark_target_layer_ids + 1, then target_layer_ids "
-            "+ 1 (boundaries)",
-        ),
-        "fallback": "the EAGLE-3 default boundaries (2, L//2, L-3) of the target model file",
-        "fc": "len(eagle3_utils ids), else draft num_hidden_layers, x "
-        "(target_hidden_size or hidden_size) "
-        "(model_executor/models/qwen3_dflash.py:84-93; a "
-        "different feed raises ValueError at "
-        "qwen3_dflash.py:839-845)",
-        "setter": "SupportsEagle3 set_aux_hidden_state_layers",
-        "checks": (),
-        "only_format": None,
-    },
-    ("vllm==0.33.0", "domino"): {
-        "loads": False,
-        "drafter": "no vllm 0.33.0 file reads "
-        "dflash_config.projector_type: a Domino drafter's "
-        "projector (gru_hidden_dim, emb_dim) has no module "
-        "to load into",
-        "reads": (
-            "V2 "
-            "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-150: "
-            "top-level eagle_aux_hidden_state_layer_ids, then "
-            "dflash_config.target_layer_ids + 1, then "
-            "dspark_target_layer_ids + 1, then target_layer_ids + "
-            "1 (boundaries)",
-        ),
-        "fallback": "the EAGLE-3 default boundaries (2, L//2, L-3) of the target model file",
-        "fc": "len(eagle3_utils ids), else draft num_hidden_layers, x "
-        "(target_hidden_size or hidden_size) "
-        "(model_executor/models/qwen3_dflash.py:84-93; a "
-        "different feed raises ValueError at "
-        "qwen3_dflash.py:839-845)",
-        "setter": "",
-        "checks": (),
-        "only_format": None,
-    },
-    ("vllm==0.33.0", "dspark"): {
-        "loads": True,
-        "drafter": "model_executor/models/registry.py:681 "
-        "Qwen3DSparkModel -> qwen3_dspark (DFlash fc sizing, "
+    (_VL, "dspark"): {
+        **_VL_ROW,
+        "drafter": f"{_REGISTRY}:681 Qwen3DSparkModel -> qwen3_dspark (DFlash fc sizing, "
         "qwen3_dspark.py:233)",
-        "reads": (
-            "V2 "
-            "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-150: "
-            "top-level eagle_aux_hidden_state_layer_ids, then "
-            "dflash_config.target_layer_ids + 1, then "
-            "dspark_target_layer_ids + 1, then target_layer_ids + "
-            "1 (boundaries)",
-        ),
-        "fallback": "the EAGLE-3 default boundaries (2, L//2, L-3) of the target model file",
-        "fc": "len(eagle3_utils ids), else draft num_hidden_layers, x "
-        "(target_hidden_size or hidden_size) "
-        "(model_executor/models/qwen3_dflash.py:84-93; a "
-        "different feed raises ValueError at "
-        "qwen3_dflash.py:839-845)",
-        "setter": "SupportsEagle3 set_aux_hidden_state_layers",
-        "checks": (),
-        "only_format": None,
     },
-    ("vllm==0.33.0", "nemotron-3.5"): {
-        "loads": True,
-        "drafter": "model_executor/models/registry.py:664 DFlashDraftModel -> qwen3_dflash",
-        "reads": (
-            "V2 "
-            "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-150: "
-            "top-level eagle_aux_hidden_state_layer_ids, "
-            "then dflash_config.target_layer_ids + 1, then "
-            "dspark_target_layer_ids + 1, then "
-            "target_layer_ids + 1 (boundaries) (the "
-            "eagle_aux ids win here)",
-        ),
-        "fallback": "the EAGLE-3 default boundaries (2, L//2, L-3) of the target model file",
-        "fc": "len(eagle3_utils ids), else draft "
-        "num_hidden_layers, x (target_hidden_size or "
-        "hidden_size) "
-        "(model_executor/models/qwen3_dflash.py:84-93; a "
-        "different feed raises ValueError at "
-        "qwen3_dflash.py:839-845)",
-        "setter": "SupportsEagle3 set_aux_hidden_state_layers",
-        "checks": (),
-        "only_format": None,
+    (_VL, "nemotron-3.5"): {
+        **_VL_ROW,
+        "drafter": f"{_REGISTRY}:664 DFlashDraftModel -> qwen3_dflash",
+        "reads": (_VL_READ + " (the eagle_aux ids win here)",),
     },
-    ("vllm==0.33.0", "p-eagle"): {
-        "loads": True,
-        "drafter": "P-EAGLE loads from the speculators format only: "
-        "speculators_model_type 'peagle' -> method eagle3 "
-        "with parallel drafting "
-        "(transformers_utils/configs/speculators/base.py:133-134, "
-        "algos.py:54-87 -> PeagleLlamaForCausalLM / "
-        "PeagleQwen3ForCausalLM, registry.py:699, 706); any "
-        "other config is wrapped by EAGLEConfig as 'Eagle3' "
-        "+ architecture "
-        "(transformers_utils/configs/eagle.py:55-64, "
-        "config/speculative.py:1514-1532), e.g. "
-        "Eagle3PEagleDraftModel, which registry.py does not "
-        "list: the engine refuses to start",
+    (_VL, "p-eagle"): {
+        **_VL_ROW,
+        "drafter": "P-EAGLE loads from the speculators format only: speculators_model_type "
+        "'peagle' -> method eagle3 with parallel drafting (transformers_utils/configs/"
+        "speculators/base.py:133-134, algos.py:54-87 -> PeagleLlamaForCausalLM / "
+        "PeagleQwen3ForCausalLM, registry.py:699, 706); any other config is wrapped by "
+        "EAGLEConfig as 'Eagle3' + architecture (transformers_utils/configs/eagle.py:55-64, "
+        "config/speculative.py:1514-1532), e.g. Eagle3PEagleDraftModel, which registry.py does "
+        "not list: the engine refuses to start",
         "reads": ("as EAGLE-3",),
         "fallback": "as EAGLE-3",
         "fc": "as EAGLE-3 (llama_eagle3.py)",
-        "setter": "SupportsEagle3 set_aux_hidden_state_layers",
-        "checks": (),
         "only_format": ("speculators_model_type", "peagle"),
     },
 }
