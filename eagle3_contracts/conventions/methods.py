@@ -160,43 +160,51 @@ def detect(draft: Mapping[str, Any]) -> Method:
     if not isinstance(draft, Mapping):
         raise ContractError("the draft config must be a JSON object", field="draft_config")
     archs = set(_archs(draft))
-    dflash_cfg = draft.get("dflash_config")
-    has_dflash = isinstance(dflash_cfg, Mapping)
-    eagle_top = draft.get("eagle_aux_hidden_state_layer_ids")
-    block_ids = block_ids_in(draft)
-    block = (
-        has_dflash
-        or draft.get("dspark_target_layer_ids") is not None
-        or any(a in archs for m in METHODS if m.block for a in m.architectures)
-        or (
-            block_ids is not None
-            and eagle_top is None
-            and draft.get("eagle_config") is None
-            and not any("eagle3" in a.lower() for a in archs)  # an EAGLE-3 class wins
-        )
-    )
-    if block:
-        if block_ids is not None and eagle_top is not None:
-            return NEMOTRON35
-        projector = (dflash_cfg or {}).get("projector_type", draft.get("projector_type"))
-        if projector == "domino":
-            return DOMINO
-        if archs & set(DSPARK.architectures) or draft.get("dspark_target_layer_ids") is not None:
-            return DSPARK
-        if archs & set(DFLASH2.architectures):
-            return DFLASH2
-        return DFLASH
+    if _is_block(draft, archs):
+        return _block_method(draft, archs)
     if archs & set(PEAGLE.architectures) or draft.get("speculators_model_type") == "peagle":
         return PEAGLE
     eagle = draft.get("eagle_config")
-    flags = [
-        f
-        for f in _EAGLE31_FLAGS
-        if draft.get(f) is True or (isinstance(eagle, Mapping) and eagle.get(f) is True)
-    ]
-    if flags:
+    nested = eagle if isinstance(eagle, Mapping) else {}
+    if any(draft.get(f) is True or nested.get(f) is True for f in _EAGLE31_FLAGS):
         return EAGLE31
     return EAGLE3
+
+
+def _is_block(draft: Mapping[str, Any], archs: set[str]) -> bool:
+    """A block-draft drafter: a DFlash/DSpark field or class, or top-level
+    ``target_layer_ids`` with no EAGLE-3 id, section or class (an EAGLE-3 class wins)."""
+    if isinstance(draft.get("dflash_config"), Mapping):
+        return True
+    if draft.get("dspark_target_layer_ids") is not None:
+        return True
+    if any(a in archs for m in METHODS if m.block for a in m.architectures):
+        return True
+    return (
+        block_ids_in(draft) is not None
+        and draft.get("eagle_aux_hidden_state_layer_ids") is None
+        and draft.get("eagle_config") is None
+        and not any("eagle3" in a.lower() for a in archs)
+    )
+
+
+def _block_method(draft: Mapping[str, Any], archs: set[str]) -> Method:
+    """Which block-draft method: both encodings (Nemotron-3.5), the Domino projector, a DSpark
+    class or field, a DFlash2 class, else DFlash."""
+    if (
+        block_ids_in(draft) is not None
+        and draft.get("eagle_aux_hidden_state_layer_ids") is not None
+    ):
+        return NEMOTRON35
+    dflash_cfg = draft.get("dflash_config")
+    section = dflash_cfg if isinstance(dflash_cfg, Mapping) else {}
+    if section.get("projector_type", draft.get("projector_type")) == "domino":
+        return DOMINO
+    if archs & set(DSPARK.architectures) or draft.get("dspark_target_layer_ids") is not None:
+        return DSPARK
+    if archs & set(DFLASH2.architectures):
+        return DFLASH2
+    return DFLASH
 
 
 def block_ids_in(draft: Mapping[str, Any]) -> tuple[int, ...] | None:
@@ -345,16 +353,8 @@ def sglang_block_read(
     """SGLang's taps for a block-draft drafter on an ``num_layers``-layer target (the reader,
     fallback and checks as sglang 0.5.23 has them; ``source``: the release row's reads, cited
     in its own lines)."""
-    n = num_layers
     notes: list[str] = []
-    layers = draft_layers(draft)
-    path = None
-    ids = None
-    if method is DSPARK and draft.get("dspark_target_layer_ids") is not None:
-        ids = _int_ids(draft["dspark_target_layer_ids"], "dspark_target_layer_ids")
-        path = "dspark_target_layer_ids"
-    elif (found := block_ids_in(draft)) is not None:
-        ids, path = found, block_ids_path(draft)
+    ids, path = _sglang_ids(method, draft)
     if method is DSPARK:
         rank = _markov_rank(draft)
         if not isinstance(rank, int) or rank <= 0:
@@ -366,47 +366,72 @@ def sglang_block_read(
                 (), ids, path or "fallback", None, "dspark-markov-rank", tuple(notes), source
             )
     if method is NEMOTRON35:
-        aux = _int_ids(
-            draft["eagle_aux_hidden_state_layer_ids"], "eagle_aux_hidden_state_layer_ids"
-        )
-        if ids is not None and (
-            len(aux) != len(ids) or any(a != t + 1 for a, t in zip(aux, ids, strict=False))
-        ):
-            notes.append(
-                f"eagle_aux_hidden_state_layer_ids {list(aux)} != target_layer_ids + 1 "
-                f"{[t + 1 for t in ids]}: SGLang does not take it for the Nemotron-3.5 layout "
-                "(dflash_utils.py:484-494) and reads target_layer_ids; vLLM reads the eagle_aux "
-                "ids first (eagle3_utils.py:119): the two engines feed different layers"
-            )
+        notes.extend(_nemotron_split(draft, ids))
     if ids is None:
-        if layers is None:
-            notes.append("the draft config has no num_hidden_layers (dflash_utils.py:545-551)")
-            return BlockRead(
-                (), None, "fallback", None, "dflash-no-draft-layers", tuple(notes), source
-            )
-        try:
-            guess = build_target_layer_ids(n, layers)
-        except ContractError as exc:
-            notes.append(f"{exc} (dflash_utils.py:374-378 ValueError)")
-            return BlockRead(
-                (), None, "fallback", None, "dflash-fallback-error", tuple(notes), source
-            )
-        notes.append(
-            f"no target_layer_ids: SGLang guesses build_target_layer_ids(L={n}, draft layers="
-            f"{layers}) = {guess} (dflash_utils.py:348-385, 568-571), silently"
-        )
-        return BlockRead(
-            tuple(g + 1 for g in guess), None, "fallback", len(guess), None, tuple(notes), source
-        )
+        return _sglang_fallback(draft, num_layers, notes, source)
+    return _sglang_explicit(draft, ids, path or "", num_layers, notes, source)
+
+
+def _sglang_ids(method: Method, draft: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
+    """The ids SGLang reads (a DSpark drafter's own field first) and their JSON path."""
+    if method is DSPARK and draft.get("dspark_target_layer_ids") is not None:
+        spark = _int_ids(draft["dspark_target_layer_ids"], "dspark_target_layer_ids")
+        return spark, "dspark_target_layer_ids"
+    found = block_ids_in(draft)
+    return found, (block_ids_path(draft) or "") if found is not None else ""
+
+
+def _nemotron_split(draft: Mapping[str, Any], ids: tuple[int, ...] | None) -> list[str]:
+    """A note when a Nemotron-3.5 draft's two encodings disagree (the engines then differ)."""
+    aux = _int_ids(draft["eagle_aux_hidden_state_layer_ids"], "eagle_aux_hidden_state_layer_ids")
+    if ids is None or (
+        len(aux) == len(ids) and all(a == t + 1 for a, t in zip(aux, ids, strict=True))
+    ):
+        return []
+    return [
+        f"eagle_aux_hidden_state_layer_ids {list(aux)} != target_layer_ids + 1 "
+        f"{[t + 1 for t in ids]}: SGLang does not take it for the Nemotron-3.5 layout "
+        "(dflash_utils.py:484-494) and reads target_layer_ids; vLLM reads the eagle_aux "
+        "ids first (eagle3_utils.py:119): the two engines feed different layers"
+    ]
+
+
+def _sglang_fallback(draft: Mapping[str, Any], n: int, notes: list[str], source: str) -> BlockRead:
+    """No ids: SGLang's ``build_target_layer_ids`` guess, or its refusal."""
+    layers = draft_layers(draft)
+    if layers is None:
+        notes.append("the draft config has no num_hidden_layers (dflash_utils.py:545-551)")
+        return BlockRead((), None, "fallback", None, "dflash-no-draft-layers", tuple(notes), source)
+    try:
+        guess = build_target_layer_ids(n, layers)
+    except ContractError as exc:
+        notes.append(f"{exc} (dflash_utils.py:374-378 ValueError)")
+        return BlockRead((), None, "fallback", None, "dflash-fallback-error", tuple(notes), source)
+    notes.append(
+        f"no target_layer_ids: SGLang guesses build_target_layer_ids(L={n}, draft layers="
+        f"{layers}) = {guess} (dflash_utils.py:348-385, 568-571), silently"
+    )
+    return BlockRead(
+        tuple(g + 1 for g in guess), None, "fallback", len(guess), None, tuple(notes), source
+    )
+
+
+def _sglang_explicit(
+    draft: Mapping[str, Any],
+    ids: tuple[int, ...],
+    path: str,
+    n: int,
+    notes: list[str],
+    source: str,
+) -> BlockRead:
+    """Ids read: the range check, the trained-depth warning, and the fc's state count."""
     bad = [i for i in ids if i < 0 or i >= n]
     if bad:
         notes.append(
             f"ids {bad} are outside [0, {n}): SGLang refuses the drafter at start "
             "(dflash_utils.py:579-585 ValueError)"
         )
-        return BlockRead(
-            (), ids, path or "", len(ids), "dflash-ids-out-of-range", tuple(notes), source
-        )
+        return BlockRead((), ids, path, len(ids), "dflash-ids-out-of-range", tuple(notes), source)
     trained = draft.get("num_target_layers", _get(draft, "dflash_config.num_target_layers"))
     if isinstance(trained, int) and trained != n:
         notes.append(
@@ -418,13 +443,13 @@ def sglang_block_read(
         # the DSpark drafter is a DFlashDraftModel (models/dspark.py:513-519, 967): its fc
         # counts the DFlash ids, else its layers (models/dflash.py:749-773), not the DSpark ones
         dflash_ids = block_ids_in(draft)
-        states = len(dflash_ids) if dflash_ids is not None else (layers or len(ids))
+        states = len(dflash_ids) if dflash_ids is not None else (draft_layers(draft) or len(ids))
         if states != len(ids):
             notes.append(
                 f"dspark_target_layer_ids captures {len(ids)} states; the drafter's fc is built "
                 f"for {states} (the DFlash ids or its layers, models/dflash.py:749-773)"
             )
-    return BlockRead(tuple(i + 1 for i in ids), ids, path or "", states, None, tuple(notes), source)
+    return BlockRead(tuple(i + 1 for i in ids), ids, path, states, None, tuple(notes), source)
 
 
 def _markov_rank(draft: Mapping[str, Any]) -> Any:
