@@ -348,28 +348,34 @@ class BlockRead:
 
 
 def sglang_block_read(
-    method: Method, draft: Mapping[str, Any], num_layers: int, source: str
+    method: Method, draft: Mapping[str, Any], num_layers: int, rules: EngineMethod
 ) -> BlockRead:
-    """SGLang's taps for a block-draft drafter on an ``num_layers``-layer target (the reader,
-    fallback and checks as sglang 0.5.23 has them; ``source``: the release row's reads, cited
-    in its own lines)."""
+    """SGLang's taps for a block-draft drafter on an ``num_layers``-layer target: the reader,
+    fallback and checks as sglang 0.5.23 has them, each note citing the release row ``rules``
+    (the probe found the same statements in that release's code, in its own lines)."""
     notes: list[str] = []
+    source = f"{rules.release} {'; '.join(rules.reads)}"
     ids, path = _sglang_ids(method, draft)
     if method is DSPARK:
         rank = _markov_rank(draft)
         if not isinstance(rank, int) or rank <= 0:
             notes.append(
                 f"markov_rank = {rank!r}: SGLang refuses a DSpark drafter without a markov head "
-                "(spec_aux_hidden_state.py:268-272 ValueError)"
+                f"({_check(rules, 'markov_rank')})"
             )
             return BlockRead(
                 (), ids, path or "fallback", None, "dspark-markov-rank", tuple(notes), source
             )
     if method is NEMOTRON35:
-        notes.extend(_nemotron_split(draft, ids))
+        notes.extend(_nemotron_split(draft, ids, rules))
     if ids is None:
-        return _sglang_fallback(draft, num_layers, notes, source)
-    return _sglang_explicit(draft, ids, path or "", num_layers, notes, source)
+        return _sglang_fallback(draft, num_layers, notes, rules)
+    return _sglang_explicit(draft, ids, path or "", num_layers, notes, rules)
+
+
+def _check(rules: EngineMethod, word: str) -> str:
+    """The release's check naming ``word``, cited as its row has it."""
+    return f"{rules.release}: " + next((c for c in rules.checks if word in c), rules.fallback)
 
 
 def _sglang_ids(method: Method, draft: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
@@ -381,7 +387,9 @@ def _sglang_ids(method: Method, draft: Mapping[str, Any]) -> tuple[tuple[int, ..
     return found, (block_ids_path(draft) or "") if found is not None else ""
 
 
-def _nemotron_split(draft: Mapping[str, Any], ids: tuple[int, ...] | None) -> list[str]:
+def _nemotron_split(
+    draft: Mapping[str, Any], ids: tuple[int, ...] | None, rules: EngineMethod
+) -> list[str]:
     """A note when a Nemotron-3.5 draft's two encodings disagree (the engines then differ)."""
     aux = _int_ids(draft["eagle_aux_hidden_state_layer_ids"], "eagle_aux_hidden_state_layer_ids")
     if ids is None or (
@@ -391,25 +399,30 @@ def _nemotron_split(draft: Mapping[str, Any], ids: tuple[int, ...] | None) -> li
     return [
         f"eagle_aux_hidden_state_layer_ids {list(aux)} != target_layer_ids + 1 "
         f"{[t + 1 for t in ids]}: SGLang does not take it for the Nemotron-3.5 layout "
-        "(dflash_utils.py:484-494) and reads target_layer_ids; vLLM reads the eagle_aux "
-        "ids first (eagle3_utils.py:119): the two engines feed different layers"
+        f"({_check(rules, 'Nemotron-3.5')}) and reads target_layer_ids; vLLM's eagle3_utils "
+        "reader takes the eagle_aux ids first: the two engines feed different layers"
     ]
 
 
-def _sglang_fallback(draft: Mapping[str, Any], n: int, notes: list[str], source: str) -> BlockRead:
+def _sglang_fallback(
+    draft: Mapping[str, Any], n: int, notes: list[str], rules: EngineMethod
+) -> BlockRead:
     """No ids: SGLang's ``build_target_layer_ids`` guess, or its refusal."""
+    source = f"{rules.release} {'; '.join(rules.reads)}"
     layers = draft_layers(draft)
     if layers is None:
-        notes.append("the draft config has no num_hidden_layers (dflash_utils.py:545-551)")
+        notes.append(
+            f"the draft config has no num_hidden_layers ({_check(rules, 'num_hidden_layers')})"
+        )
         return BlockRead((), None, "fallback", None, "dflash-no-draft-layers", tuple(notes), source)
     try:
         guess = build_target_layer_ids(n, layers)
     except ContractError as exc:
-        notes.append(f"{exc} (dflash_utils.py:374-378 ValueError)")
+        notes.append(f"{exc} (ValueError in {rules.release}'s {rules.fallback})")
         return BlockRead((), None, "fallback", None, "dflash-fallback-error", tuple(notes), source)
     notes.append(
         f"no target_layer_ids: SGLang guesses build_target_layer_ids(L={n}, draft layers="
-        f"{layers}) = {guess} (dflash_utils.py:348-385, 568-571), silently"
+        f"{layers}) = {guess}, silently ({rules.release}: {rules.fallback})"
     )
     return BlockRead(
         tuple(g + 1 for g in guess), None, "fallback", len(guess), None, tuple(notes), source
@@ -422,32 +435,33 @@ def _sglang_explicit(
     path: str,
     n: int,
     notes: list[str],
-    source: str,
+    rules: EngineMethod,
 ) -> BlockRead:
     """Ids read: the range check, the trained-depth warning, and the fc's state count."""
+    source = f"{rules.release} {'; '.join(rules.reads)}"
     bad = [i for i in ids if i < 0 or i >= n]
     if bad:
         notes.append(
             f"ids {bad} are outside [0, {n}): SGLang refuses the drafter at start "
-            "(dflash_utils.py:579-585 ValueError)"
+            f"({_check(rules, '[0, L)')})"
         )
         return BlockRead((), ids, path, len(ids), "dflash-ids-out-of-range", tuple(notes), source)
     trained = draft.get("num_target_layers", _get(draft, "dflash_config.num_target_layers"))
     if isinstance(trained, int) and trained != n:
         notes.append(
             f"num_target_layers = {trained} but the target has {n} layers: SGLang only warns "
-            "(spec_aux_hidden_state.py:236-245)"
+            f"({_check(rules, 'warning')})"
         )
     states = len(ids)
     if path == "dspark_target_layer_ids":
-        # the DSpark drafter is a DFlashDraftModel (models/dspark.py:513-519, 967): its fc
-        # counts the DFlash ids, else its layers (models/dflash.py:749-773), not the DSpark ones
+        # the DSpark drafter is a DFlashDraftModel (sglang 0.5.23 models/dspark.py:513-519,
+        # 967): its fc counts the DFlash ids, else its layers (rules.fc), not the DSpark ones
         dflash_ids = block_ids_in(draft)
         states = len(dflash_ids) if dflash_ids is not None else (draft_layers(draft) or len(ids))
         if states != len(ids):
             notes.append(
                 f"dspark_target_layer_ids captures {len(ids)} states; the drafter's fc is built "
-                f"for {states} (the DFlash ids or its layers, models/dflash.py:749-773)"
+                f"for {states} (the DFlash ids or its layers: {rules.release} {rules.fc})"
             )
     return BlockRead(tuple(i + 1 for i in ids), ids, path, states, None, tuple(notes), source)
 

@@ -392,9 +392,7 @@ class _Context:
         ``set_dflash_layers_to_capture`` (loop index id + 1) and the same capture loop."""
         rules = methods.engine_method(method, self.table)
         assert rules is not None  # _method_row returned a Feed otherwise
-        read = methods.sglang_block_read(
-            method, self.draft, self.target.num_layers, f"{self.release} {'; '.join(rules.reads)}"
-        )
+        read = methods.sglang_block_read(method, self.draft, self.target.num_layers, rules)
         self.notes.extend(read.notes)
         path = (
             read.ids_source
