@@ -11,7 +11,10 @@ share stored once, ``data/shared/<framework>.json``), the per-rule change log an
 counts (``data/changes.json``, ``data/coverage.json``) and the generated docs
 (``docs/readme/releases.md``, ``docs/readme/coverage.md``). ``--offline``: only releases whose
 sources are already in the cache (after the probe changed: re-probe every release in one
-command); the sources stay in the cache unless ``--drop-sources``. Needs the package index
+command); the sources stay in the cache unless ``--drop-sources``. ``--methods-only``: re-read
+only the drafter-method section (``probe.methods``) of the shipped tables whose sources are in
+the cache (after ``--offline`` extraction or a download); the rest of each table is kept as
+shipped, byte for byte. Needs the package index
 (unless ``--offline``); never run by CI.
 """
 
@@ -25,8 +28,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from eagle3_contracts.probe import fetch, report
-from eagle3_contracts.probe.__main__ import PACKAGE_DATA, ship
+from eagle3_contracts.probe.__main__ import PACKAGE_DATA, ship, shipped_tables
 from eagle3_contracts.probe.frameworks import FRAMEWORKS
+from eagle3_contracts.probe.methods import read_methods
 from eagle3_contracts.probe.tables import build_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +46,14 @@ def main(argv: list[str] | None = None) -> int:
         help="delete each release's extracted sources after probing",
     )
     parser.add_argument("--jobs", type=int, default=1, help="releases probed at once")
+    parser.add_argument(
+        "--methods-only",
+        action="store_true",
+        help="re-read only the drafter-method section of shipped tables (sources in the cache)",
+    )
     args = parser.parse_args(argv)
+    if args.methods_only:
+        return _methods_only(args.framework or sorted(FRAMEWORKS))
     failed: list[str] = []
     for name in args.framework or sorted(FRAMEWORKS):
         spec = FRAMEWORKS[name]
@@ -81,6 +92,26 @@ def main(argv: list[str] | None = None) -> int:
     for line in failed:
         print(f"not shipped: {line}")
     return 1 if failed else 0
+
+
+def _methods_only(frameworks: list[str]) -> int:
+    """Each shipped table whose release sources are cached gets its ``methods`` section
+    re-read; tables without cached sources are kept as shipped (and named)."""
+    missing = []
+    for name in frameworks:
+        spec = FRAMEWORKS[name]
+        tables = shipped_tables(PACKAGE_DATA, name)
+        for version, table in tables.items():
+            root = fetch.release_dir(spec, version)
+            if not (root / "wheel.json").exists():
+                missing.append(f"{name}=={version}")
+                continue
+            table["methods"] = read_methods(spec, version, root)
+        ship(PACKAGE_DATA, name, tables)
+    report.write_all(PACKAGE_DATA, ROOT / "docs" / "readme")
+    for line in missing:
+        print(f"methods not re-read (no cached sources): {line}")
+    return 1 if missing else 0
 
 
 def _probe(framework: str, version: str, root: Path) -> dict:

@@ -1,7 +1,9 @@
 """Drafter methods beyond EAGLE-3 that tap the target's hidden states: which method a drafter
 config is, which fields name its taps, and what each probed engine release does with them.
 
-Read from the released wheels sglang==0.5.23 and vllm==0.33.0 (file:line below). The EAGLE-3
+What each engine release does with a method is read from its wheel by the probe
+(``probe/methods.py``) into the release table (``engine_method``); the SGLang reader and
+fallback modelled here are sglang 0.5.23's (file:line below). The EAGLE-3
 family (EAGLE-3, EAGLE-3.1, P-EAGLE) names its taps with the EAGLE-3 fields and is answered by
 the release tables (``conventions.predict``); the block-draft family (DFlash, DFlash2, Domino,
 DSpark, Nemotron-3.5 drafts) names them with ``target_layer_ids`` (canonical: the output of
@@ -15,9 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts.errors import ContractError
+
+if TYPE_CHECKING:  # releases imports nothing from here; the tables are read at run time
+    from eagle3_contracts.conventions.releases import ReleaseTable
 
 # -- the methods ---------------------------------------------------------------------------
 
@@ -155,43 +160,51 @@ def detect(draft: Mapping[str, Any]) -> Method:
     if not isinstance(draft, Mapping):
         raise ContractError("the draft config must be a JSON object", field="draft_config")
     archs = set(_archs(draft))
-    dflash_cfg = draft.get("dflash_config")
-    has_dflash = isinstance(dflash_cfg, Mapping)
-    eagle_top = draft.get("eagle_aux_hidden_state_layer_ids")
-    block_ids = block_ids_in(draft)
-    block = (
-        has_dflash
-        or draft.get("dspark_target_layer_ids") is not None
-        or any(a in archs for m in METHODS if m.block for a in m.architectures)
-        or (
-            block_ids is not None
-            and eagle_top is None
-            and draft.get("eagle_config") is None
-            and not any("eagle3" in a.lower() for a in archs)  # an EAGLE-3 class wins
-        )
-    )
-    if block:
-        if block_ids is not None and eagle_top is not None:
-            return NEMOTRON35
-        projector = (dflash_cfg or {}).get("projector_type", draft.get("projector_type"))
-        if projector == "domino":
-            return DOMINO
-        if archs & set(DSPARK.architectures) or draft.get("dspark_target_layer_ids") is not None:
-            return DSPARK
-        if archs & set(DFLASH2.architectures):
-            return DFLASH2
-        return DFLASH
+    if _is_block(draft, archs):
+        return _block_method(draft, archs)
     if archs & set(PEAGLE.architectures) or draft.get("speculators_model_type") == "peagle":
         return PEAGLE
     eagle = draft.get("eagle_config")
-    flags = [
-        f
-        for f in _EAGLE31_FLAGS
-        if draft.get(f) is True or (isinstance(eagle, Mapping) and eagle.get(f) is True)
-    ]
-    if flags:
+    nested = eagle if isinstance(eagle, Mapping) else {}
+    if any(draft.get(f) is True or nested.get(f) is True for f in _EAGLE31_FLAGS):
         return EAGLE31
     return EAGLE3
+
+
+def _is_block(draft: Mapping[str, Any], archs: set[str]) -> bool:
+    """A block-draft drafter: a DFlash/DSpark field or class, or top-level
+    ``target_layer_ids`` with no EAGLE-3 id, section or class (an EAGLE-3 class wins)."""
+    if isinstance(draft.get("dflash_config"), Mapping):
+        return True
+    if draft.get("dspark_target_layer_ids") is not None:
+        return True
+    if any(a in archs for m in METHODS if m.block for a in m.architectures):
+        return True
+    return (
+        block_ids_in(draft) is not None
+        and draft.get("eagle_aux_hidden_state_layer_ids") is None
+        and draft.get("eagle_config") is None
+        and not any("eagle3" in a.lower() for a in archs)
+    )
+
+
+def _block_method(draft: Mapping[str, Any], archs: set[str]) -> Method:
+    """Which block-draft method: both encodings (Nemotron-3.5), the Domino projector, a DSpark
+    class or field, a DFlash2 class, else DFlash."""
+    if (
+        block_ids_in(draft) is not None
+        and draft.get("eagle_aux_hidden_state_layer_ids") is not None
+    ):
+        return NEMOTRON35
+    dflash_cfg = draft.get("dflash_config")
+    section = dflash_cfg if isinstance(dflash_cfg, Mapping) else {}
+    if section.get("projector_type", draft.get("projector_type")) == "domino":
+        return DOMINO
+    if archs & set(DSPARK.architectures) or draft.get("dspark_target_layer_ids") is not None:
+        return DSPARK
+    if archs & set(DFLASH2.architectures):
+        return DFLASH2
+    return DFLASH
 
 
 def block_ids_in(draft: Mapping[str, Any]) -> tuple[int, ...] | None:
@@ -259,8 +272,10 @@ def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> lis
 
 @dataclass(frozen=True)
 class EngineMethod:
-    """One method on one engine release: whether its drafter loads, where the taps are read,
-    what happens without them, how the drafter's fc is sized, and the release's own checks."""
+    """One method on one engine release, as the probe read it from the release's code
+    (``probe/methods.py``, the table's ``methods`` section): whether its drafter loads, where
+    the taps are read, what happens without them, how the drafter's fc is sized, the release's
+    own checks, and what the probe could not find (``unknown``: the row cannot be answered)."""
 
     method: str  # Method.name
     release: str  # "sglang==0.5.23"
@@ -272,249 +287,45 @@ class EngineMethod:
     setter: str  # the target hook the ids go through
     checks: tuple[str, ...] = ()  # what the release refuses at start
     only_format: tuple[str, str] | None = None  # (field, value): the one config format it loads
+    unknown: tuple[str, ...] = ()  # statements the probe looked for and did not find
 
 
-_SG = "sglang==0.5.23"
-_VL = "vllm==0.33.0"
-_SG_READ = (
-    "dflash_config.target_layer_ids, else top-level target_layer_ids (srt/speculative/"
-    "dflash_utils.py:656-675), then model set_dflash_layers_to_capture: loop index id + 1 "
-    "(models/llama.py:943-953, qwen3.py:793-805, nemotron_h.py:1225-1234)"
-)
-_SG_FALLBACK = (
-    "build_target_layer_ids(L, draft num_hidden_layers) on the runtime target "
-    "(dflash_utils.py:568-571, spec_aux_hidden_state.py:247-250): a guess, logged nowhere"
-)
-SGLANG_FC = (
-    "len(target_layer_ids), else draft num_hidden_layers, x hidden_size (models/dflash.py:749-773)"
-)
-_SG_CHECKS = (
-    "ids must lie in [0, L) (dflash_utils.py:579-585 ValueError)",
-    "num_target_layers != L only logs a warning (spec_aux_hidden_state.py:236-245)",
-    "draft num_hidden_layers required (dflash_utils.py:545-551)",
-)
-_VL_READ = (
-    "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-150: top-level "
-    "eagle_aux_hidden_state_layer_ids, then dflash_config.target_layer_ids + 1, then "
-    "dspark_target_layer_ids + 1, then target_layer_ids + 1 (boundaries)",
-)
-_VL_FALLBACK = "the EAGLE-3 default boundaries (2, L//2, L-3) of the target model file"
-_VL_FC = (
-    "len(eagle3_utils ids), else draft num_hidden_layers, x (target_hidden_size or "
-    "hidden_size) (model_executor/models/qwen3_dflash.py:84-93; a different feed raises "
-    "ValueError at qwen3_dflash.py:838-845)"
-)
-
-ENGINE_METHODS: tuple[EngineMethod, ...] = (
-    EngineMethod(
-        "dflash",
-        _SG,
-        True,
-        "models/dflash.py:1317-1324 EntryClass DFlashDraftModel",
-        (_SG_READ,),
-        _SG_FALLBACK,
-        SGLANG_FC,
-        "set_dflash_layers_to_capture (attention_backend_setup.py:62-70)",
-        _SG_CHECKS,
-    ),
-    EngineMethod(
-        "dflash2",
-        _SG,
-        True,
-        "models/dflash.py:1264, 1317-1324 EntryClass DFlash2DraftModel",
-        (_SG_READ,),
-        _SG_FALLBACK,
-        SGLANG_FC,
-        "set_dflash_layers_to_capture (attention_backend_setup.py:62-70)",
-        _SG_CHECKS,
-    ),
-    EngineMethod(
-        "domino",
-        _SG,
-        True,
-        "models/dflash.py DFlashDraftModel with projector_type 'domino' (dflash_utils.py:542-543)",
-        (_SG_READ,),
-        _SG_FALLBACK,
-        SGLANG_FC,
-        "set_dflash_layers_to_capture (attention_backend_setup.py:62-70)",
-        (
-            *_SG_CHECKS,
-            "Domino needs shift_label (bool), pure_draft_prefix_len == 1, gru_hidden_dim, "
-            "emb_dim, block_size > 1 (dflash_utils.py:773-791)",
-        ),
-    ),
-    EngineMethod(
-        "dspark",
-        _SG,
-        True,
-        "models/dspark.py:995 EntryClass Qwen3DSparkModel, LingDSparkModel, DSparkDraftModel",
-        (
-            "dspark_target_layer_ids overrides the DFlash ids (spec_aux_hidden_state.py:260-277, "
-            "speculative/dspark_components/dspark_config.py:221-235); " + _SG_READ,
-        ),
-        _SG_FALLBACK,
-        SGLANG_FC,
-        "set_dspark_layers_to_capture, else set_dflash_layers_to_capture "
-        "(attention_backend_setup.py:62-70)",
-        (*_SG_CHECKS, "markov_rank > 0 (spec_aux_hidden_state.py:268-272 ValueError)"),
-    ),
-    EngineMethod(
-        "nemotron-3.5",
-        _SG,
-        True,
-        "models/dflash.py DFlashDraftModel / models/dspark.py Qwen3DSparkModel, the Nemotron-3.5 "
-        "layout told by is_nemotron_35_draft_config (dflash_utils.py:461-498)",
-        (_SG_READ + "; eagle_aux_hidden_state_layer_ids is read only to tell the layout",),
-        _SG_FALLBACK,
-        SGLANG_FC,
-        "set_dflash_layers_to_capture (attention_backend_setup.py:62-70)",
-        (
-            *_SG_CHECKS,
-            "the Nemotron-3.5 layout needs eagle_aux_hidden_state_layer_ids[i] == "
-            "target_layer_ids[i] + 1 (dflash_utils.py:484-494), else it is built as a "
-            "generic DFlash drafter",
-        ),
-    ),
-    EngineMethod(
-        "p-eagle",
-        _SG,
-        False,
-        "no EntryClass registers PEagleDraftModel / PeagleLlamaForCausalLM (srt/models/*.py): "
-        "the draft model cannot be built",
-        (),
-        "",
-        "",
-        "",
-    ),
-    EngineMethod(
-        "dflash",
-        _VL,
-        True,
-        "model_executor/models/registry.py:664 DFlashDraftModel -> qwen3_dflash",
-        _VL_READ,
-        _VL_FALLBACK,
-        _VL_FC,
-        "SupportsEagle3 set_aux_hidden_state_layers",
-    ),
-    EngineMethod(
-        "dflash2",
-        _VL,
-        True,
-        "model_executor/models/registry.py:666-667 DFlash2DraftModel -> qwen3_dflash2",
-        _VL_READ,
-        _VL_FALLBACK,
-        _VL_FC,
-        "SupportsEagle3 set_aux_hidden_state_layers",
-    ),
-    EngineMethod(
-        "domino",
-        _VL,
-        False,
-        "no vllm 0.33.0 file reads dflash_config.projector_type: a Domino drafter's projector "
-        "(gru_hidden_dim, emb_dim) has no module to load into",
-        _VL_READ,
-        _VL_FALLBACK,
-        _VL_FC,
-        "",
-    ),
-    EngineMethod(
-        "dspark",
-        _VL,
-        True,
-        "model_executor/models/registry.py:676-697 Qwen3DSparkModel -> qwen3_dspark "
-        "(DFlash fc sizing, qwen3_dspark.py:233)",
-        _VL_READ,
-        _VL_FALLBACK,
-        _VL_FC,
-        "SupportsEagle3 set_aux_hidden_state_layers",
-    ),
-    EngineMethod(
-        "nemotron-3.5",
-        _VL,
-        True,
-        "model_executor/models/registry.py:664 DFlashDraftModel -> qwen3_dflash",
-        (_VL_READ[0] + " (the eagle_aux ids win here)",),
-        _VL_FALLBACK,
-        _VL_FC,
-        "SupportsEagle3 set_aux_hidden_state_layers",
-    ),
-    EngineMethod(
-        "p-eagle",
-        _VL,
-        True,
-        "P-EAGLE loads from the speculators format only: speculators_model_type 'peagle' -> "
-        "method eagle3 with parallel drafting (transformers_utils/configs/speculators/base.py:"
-        "133-134, algos.py:53-81 -> PeagleLlamaForCausalLM / PeagleQwen3ForCausalLM, registry."
-        "py:699, 706); any other config is wrapped by EAGLEConfig as 'Eagle3' + architecture "
-        "(transformers_utils/configs/eagle.py:55-64, config/speculative.py:1514-1530), e.g. "
-        "Eagle3PEagleDraftModel, which registry.py does not list: the engine refuses to start",
-        ("as EAGLE-3",),
-        "as EAGLE-3",
-        "as EAGLE-3 (llama_eagle3.py)",
-        "SupportsEagle3 set_aux_hidden_state_layers",
-        only_format=("speculators_model_type", "peagle"),
-    ),
-)
-"""The rows read from the wheels; EAGLE-3 and EAGLE-3.1 are the release tables' own rows."""
-
-
-def engine_method(method: Method, release: str) -> EngineMethod | None:
-    """The row for ``method`` on ``release`` (``None``: answered by the release tables)."""
-    return next(
-        (r for r in ENGINE_METHODS if r.method == method.name and r.release == release), None
+def engine_method(method: Method, table: ReleaseTable) -> EngineMethod | None:
+    """The row for ``method`` on the release ``table`` describes; ``None`` for EAGLE-3 and
+    EAGLE-3.1 (the release tables' own rows) and for a table probed before method rows."""
+    row = table.methods.get("rows", {}).get(method.name)
+    if row is None:
+        return None
+    fmt = row.get("only_format")
+    return EngineMethod(
+        method=method.name,
+        release=table.release,
+        loads=bool(row["loads"]),
+        drafter=row["drafter"],
+        reads=tuple(row.get("reads", ())),
+        fallback=row.get("fallback", ""),
+        fc=row.get("fc", ""),
+        setter=row.get("setter", ""),
+        checks=tuple(row.get("checks", ())),
+        only_format=(fmt[0], fmt[1]) if fmt else None,
+        unknown=tuple(row.get("unknown", ())),
     )
 
 
-# -- SGLang's DFlash-family capture -------------------------------------------------------
+def sglang_setter_files(table: ReleaseTable, method: str) -> frozenset[str]:
+    """SGLang model files defining ``set_<method>_layers_to_capture`` (``"dflash"``: each adds
+    +1, the loop index before layer id + 1 = the output of layer id; ``"dspark"``: each stores
+    and places the capture its own way, e.g. sglang 0.5.23 bailing_moe_v3.py:1731-1740 captures
+    after layer i with no +1, deepseek_v4.py:4853-4861 a separate dspark_layers_to_capture; not
+    read, so a DSpark drafter on them is answered unknown). Read per release by the probe."""
+    return frozenset(table.methods.get(f"{method}_setters", ()))
 
-SGLANG_DFLASH_SETTER_FILES: Mapping[str, frozenset[str]] = {
-    _SG: frozenset(
-        {
-            "beam.py",
-            "deepseek_v2.py",
-            "gemma4_causal.py",
-            "gemma4_mm.py",
-            "glm4_moe_lite.py",
-            "glm5_next.py",
-            "gpt_oss.py",
-            "inkling.py",
-            "kimi_k25.py",
-            "kimi_k3.py",
-            "laguna.py",
-            "lfm2.py",
-            "lfm2_moe.py",
-            "lfm2_vl.py",
-            "llama.py",
-            "mimo_v2.py",
-            "minicpmv.py",
-            "minimax_m3_vl.py",
-            "muse_glimmer.py",
-            "muse_spark.py",
-            "nanbeige.py",
-            "nano_nemotron_vl.py",
-            "nemotron_h.py",
-            "qwen3.py",
-            "qwen3_5.py",
-            "qwen3_5_text.py",
-            "qwen3_moe.py",
-            "qwen3_next.py",
-            "qwen3_vl.py",
-        }
-    )
-}
-"""Model files defining ``set_dflash_layers_to_capture`` (sglang 0.5.23 srt/models/*.py; each
-adds +1: the loop index before layer id + 1 = the output of layer id)."""
 
-SGLANG_DSPARK_SETTER_FILES: Mapping[str, frozenset[str]] = {
-    _SG: frozenset(
-        {"bailing_moe_v3.py", "deepseek_v4.py", "kimi_k3.py", "kimi_linear.py", "minimax_m3_vl.py"}
-    )
-}
-"""Model files with their own ``set_dspark_layers_to_capture`` (sglang 0.5.23; DSpark routes
-there first, attention_backend_setup.py:63-64). Each stores and places the capture its own way
-(bailing_moe_v3.py:1731-1740 captures after layer i with no +1, deepseek_v4.py:4853-4861 and
-kimi_linear.py:803-809 a separate dspark_layers_to_capture, minimax_m3_vl.py:272-281 +1 and a
-range check): not read here, so a DSpark drafter on them is answered unknown."""
+def vllm_v1_reader(table: ReleaseTable) -> str:
+    """The V1 runner's reader with its DFlash branch, cited ("" when the release's V1 reader
+    has none: it reads only the EAGLE-3 fields of the table's precedence)."""
+    return str(table.methods.get("v1_reader", ""))
+
 
 NEMOTRON_H_FORWARD = (
     "nemotron_h.py NemotronHModel.forward (sglang 0.5.23 lines 876-897): loop index i captured "
@@ -536,89 +347,123 @@ class BlockRead:
     source: str
 
 
-def sglang_block_read(method: Method, draft: Mapping[str, Any], num_layers: int) -> BlockRead:
-    """SGLang 0.5.23's taps for a block-draft drafter on an ``num_layers``-layer target."""
-    n = num_layers
+def sglang_block_read(
+    method: Method, draft: Mapping[str, Any], num_layers: int, rules: EngineMethod
+) -> BlockRead:
+    """SGLang's taps for a block-draft drafter on an ``num_layers``-layer target: the reader,
+    fallback and checks as sglang 0.5.23 has them, each note citing the release row ``rules``
+    (the probe found the same statements in that release's code, in its own lines)."""
     notes: list[str] = []
-    layers = draft_layers(draft)
-    source = _SG_READ
-    path = None
-    ids = None
-    if method is DSPARK and draft.get("dspark_target_layer_ids") is not None:
-        ids = _int_ids(draft["dspark_target_layer_ids"], "dspark_target_layer_ids")
-        path = "dspark_target_layer_ids"
-    elif (found := block_ids_in(draft)) is not None:
-        ids, path = found, block_ids_path(draft)
+    source = f"{rules.release} {'; '.join(rules.reads)}"
+    ids, path = _sglang_ids(method, draft)
     if method is DSPARK:
         rank = _markov_rank(draft)
         if not isinstance(rank, int) or rank <= 0:
             notes.append(
                 f"markov_rank = {rank!r}: SGLang refuses a DSpark drafter without a markov head "
-                "(spec_aux_hidden_state.py:268-272 ValueError)"
+                f"({_check(rules, 'markov_rank')})"
             )
             return BlockRead(
                 (), ids, path or "fallback", None, "dspark-markov-rank", tuple(notes), source
             )
     if method is NEMOTRON35:
-        aux = _int_ids(
-            draft["eagle_aux_hidden_state_layer_ids"], "eagle_aux_hidden_state_layer_ids"
-        )
-        if ids is not None and (
-            len(aux) != len(ids) or any(a != t + 1 for a, t in zip(aux, ids, strict=False))
-        ):
-            notes.append(
-                f"eagle_aux_hidden_state_layer_ids {list(aux)} != target_layer_ids + 1 "
-                f"{[t + 1 for t in ids]}: SGLang does not take it for the Nemotron-3.5 layout "
-                "(dflash_utils.py:484-494) and reads target_layer_ids; vLLM reads the eagle_aux "
-                "ids first (eagle3_utils.py:119): the two engines feed different layers"
-            )
+        notes.extend(_nemotron_split(draft, ids, rules))
     if ids is None:
-        if layers is None:
-            notes.append("the draft config has no num_hidden_layers (dflash_utils.py:545-551)")
-            return BlockRead(
-                (), None, "fallback", None, "dflash-no-draft-layers", tuple(notes), source
-            )
-        try:
-            guess = build_target_layer_ids(n, layers)
-        except ContractError as exc:
-            notes.append(f"{exc} (dflash_utils.py:374-378 ValueError)")
-            return BlockRead(
-                (), None, "fallback", None, "dflash-fallback-error", tuple(notes), source
-            )
+        return _sglang_fallback(draft, num_layers, notes, rules)
+    return _sglang_explicit(draft, ids, path or "", num_layers, notes, rules)
+
+
+def _check(rules: EngineMethod, word: str) -> str:
+    """The release's check naming ``word``, cited as its row has it."""
+    return f"{rules.release}: " + next((c for c in rules.checks if word in c), rules.fallback)
+
+
+def _sglang_ids(method: Method, draft: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
+    """The ids SGLang reads (a DSpark drafter's own field first) and their JSON path."""
+    if method is DSPARK and draft.get("dspark_target_layer_ids") is not None:
+        spark = _int_ids(draft["dspark_target_layer_ids"], "dspark_target_layer_ids")
+        return spark, "dspark_target_layer_ids"
+    found = block_ids_in(draft)
+    return found, (block_ids_path(draft) or "") if found is not None else ""
+
+
+def _nemotron_split(
+    draft: Mapping[str, Any], ids: tuple[int, ...] | None, rules: EngineMethod
+) -> list[str]:
+    """A note when a Nemotron-3.5 draft's two encodings disagree (the engines then differ)."""
+    aux = _int_ids(draft["eagle_aux_hidden_state_layer_ids"], "eagle_aux_hidden_state_layer_ids")
+    if ids is None or (
+        len(aux) == len(ids) and all(a == t + 1 for a, t in zip(aux, ids, strict=True))
+    ):
+        return []
+    return [
+        f"eagle_aux_hidden_state_layer_ids {list(aux)} != target_layer_ids + 1 "
+        f"{[t + 1 for t in ids]}: SGLang does not take it for the Nemotron-3.5 layout "
+        f"({_check(rules, 'Nemotron-3.5')}) and reads target_layer_ids; vLLM's eagle3_utils "
+        "reader takes the eagle_aux ids first: the two engines feed different layers"
+    ]
+
+
+def _sglang_fallback(
+    draft: Mapping[str, Any], n: int, notes: list[str], rules: EngineMethod
+) -> BlockRead:
+    """No ids: SGLang's ``build_target_layer_ids`` guess, or its refusal."""
+    source = f"{rules.release} {'; '.join(rules.reads)}"
+    layers = draft_layers(draft)
+    if layers is None:
         notes.append(
-            f"no target_layer_ids: SGLang guesses build_target_layer_ids(L={n}, draft layers="
-            f"{layers}) = {guess} (dflash_utils.py:348-385, 568-571), silently"
+            f"the draft config has no num_hidden_layers ({_check(rules, 'num_hidden_layers')})"
         )
-        return BlockRead(
-            tuple(g + 1 for g in guess), None, "fallback", len(guess), None, tuple(notes), source
-        )
+        return BlockRead((), None, "fallback", None, "dflash-no-draft-layers", tuple(notes), source)
+    try:
+        guess = build_target_layer_ids(n, layers)
+    except ContractError as exc:
+        notes.append(f"{exc} (ValueError in {rules.release}'s {rules.fallback})")
+        return BlockRead((), None, "fallback", None, "dflash-fallback-error", tuple(notes), source)
+    notes.append(
+        f"no target_layer_ids: SGLang guesses build_target_layer_ids(L={n}, draft layers="
+        f"{layers}) = {guess}, silently ({rules.release}: {rules.fallback})"
+    )
+    return BlockRead(
+        tuple(g + 1 for g in guess), None, "fallback", len(guess), None, tuple(notes), source
+    )
+
+
+def _sglang_explicit(
+    draft: Mapping[str, Any],
+    ids: tuple[int, ...],
+    path: str,
+    n: int,
+    notes: list[str],
+    rules: EngineMethod,
+) -> BlockRead:
+    """Ids read: the range check, the trained-depth warning, and the fc's state count."""
+    source = f"{rules.release} {'; '.join(rules.reads)}"
     bad = [i for i in ids if i < 0 or i >= n]
     if bad:
         notes.append(
             f"ids {bad} are outside [0, {n}): SGLang refuses the drafter at start "
-            "(dflash_utils.py:579-585 ValueError)"
+            f"({_check(rules, '[0, L)')})"
         )
-        return BlockRead(
-            (), ids, path or "", len(ids), "dflash-ids-out-of-range", tuple(notes), source
-        )
+        return BlockRead((), ids, path, len(ids), "dflash-ids-out-of-range", tuple(notes), source)
     trained = draft.get("num_target_layers", _get(draft, "dflash_config.num_target_layers"))
     if isinstance(trained, int) and trained != n:
         notes.append(
             f"num_target_layers = {trained} but the target has {n} layers: SGLang only warns "
-            "(spec_aux_hidden_state.py:236-245)"
+            f"({_check(rules, 'warning')})"
         )
     states = len(ids)
     if path == "dspark_target_layer_ids":
-        # the DSpark drafter is a DFlashDraftModel (models/dspark.py:513-519, 967): its fc
-        # counts the DFlash ids, else its layers (models/dflash.py:749-773), not the DSpark ones
+        # the DSpark drafter is a DFlashDraftModel (sglang 0.5.23 models/dspark.py:513-519,
+        # 967): its fc counts the DFlash ids, else its layers (rules.fc), not the DSpark ones
         dflash_ids = block_ids_in(draft)
-        states = len(dflash_ids) if dflash_ids is not None else (layers or len(ids))
+        states = len(dflash_ids) if dflash_ids is not None else (draft_layers(draft) or len(ids))
         if states != len(ids):
             notes.append(
                 f"dspark_target_layer_ids captures {len(ids)} states; the drafter's fc is built "
-                f"for {states} (the DFlash ids or its layers, models/dflash.py:749-773)"
+                f"for {states} (the DFlash ids or its layers: {rules.release} {rules.fc})"
             )
-    return BlockRead(tuple(i + 1 for i in ids), ids, path or "", states, None, tuple(notes), source)
+    return BlockRead(tuple(i + 1 for i in ids), ids, path, states, None, tuple(notes), source)
 
 
 def _markov_rank(draft: Mapping[str, Any]) -> Any:
@@ -637,18 +482,9 @@ def _markov_rank(draft: Mapping[str, Any]) -> Any:
     return draft.get("markov_rank", 0)
 
 
-VLLM_V1_READER = (
-    "vllm 0.33.0 v1/worker/gpu_model_runner.py:5190-5222 _get_eagle3_aux_layers_from_config: "
-    "top-level eagle_aux_hidden_state_layer_ids, else dflash_config.target_layer_ids + 1, "
-    "replaced by eagle_config.eagle_aux_hidden_state_layer_ids whenever an eagle_config exists"
-)
-"""The V1 runner's reader, dflash branch included (the release table's V1 precedence lists only
-its EAGLE-3 fields)."""
-
-
 def vllm_v1_ids(draft: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
-    """The boundaries vLLM 0.33.0's V1 runner reads for a drafter (``None``: its default), and
-    the JSON path they came from (``VLLM_V1_READER``)."""
+    """The boundaries vLLM's V1 runner reads for a drafter where it has a DFlash branch
+    (``None``: its default), and the JSON path they came from (``vllm_v1_reader``)."""
     top = draft.get("eagle_aux_hidden_state_layer_ids")
     if top:
         return int_ids(top, "eagle_aux_hidden_state_layer_ids"), "eagle_aux_hidden_state_layer_ids"
@@ -667,9 +503,10 @@ def vllm_v1_ids(draft: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str]:
     return int_ids(found, path), path
 
 
-def vllm_fc_states(draft: Mapping[str, Any]) -> tuple[int | None, str]:
-    """States vLLM 0.33.0's DFlash-family fc is built for: the count of the V2 reader's ids,
-    else the draft's num_hidden_layers (qwen3_dflash.py:84-93)."""
+def vllm_fc_states(draft: Mapping[str, Any], fc: str) -> tuple[int | None, str]:
+    """States vLLM's DFlash-family fc is built for: the count of the V2 reader's ids, else the
+    draft's num_hidden_layers (vllm 0.33.0 qwen3_dflash.py:84-93; ``fc``: the release row's
+    sizing, cited in its own lines)."""
     for path, _offset in (
         ("eagle_aux_hidden_state_layer_ids", 0),
         ("dflash_config.target_layer_ids", 1),
@@ -680,8 +517,8 @@ def vllm_fc_states(draft: Mapping[str, Any]) -> tuple[int | None, str]:
     ):
         value = _get(draft, path)
         if value:
-            return len(_int_ids(value, path)), f"len({path}): {_VL_FC}"
-    return draft_layers(draft), f"no ids: draft num_hidden_layers: {_VL_FC}"
+            return len(_int_ids(value, path)), f"len({path}): {fc}"
+    return draft_layers(draft), f"no ids: draft num_hidden_layers: {fc}"
 
 
 # -- the trained claim ----------------------------------------------------------------------

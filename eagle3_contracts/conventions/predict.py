@@ -322,7 +322,7 @@ class _Context:
         found = self._method_row(method)
         if isinstance(found, Feed):
             return found
-        if explicit_ids is None and methods.engine_method(method, self.release) is None:
+        if explicit_ids is None and methods.engine_method(method, self.table) is None:
             # an EAGLE-3 drafter (or a variant loaded as one): the release's own registry
             refused = None if method.block else self._unloadable_drafter()
             if refused is not None:
@@ -352,9 +352,10 @@ class _Context:
         fed, reader_src = found_ids
         if self.block:  # vLLM: the table's reader; the fix writes where this drafter keeps ids
             native, source = fed.native, fed.ids_source
-            if self.runner == "v1":  # its dflash branch is not in the table's precedence
+            v1_reader = methods.vllm_v1_reader(self.table)
+            if self.runner == "v1" and v1_reader:  # a dflash branch the precedence lacks
                 native, source = methods.vllm_v1_ids(self.draft)
-                reader_src = methods.VLLM_V1_READER
+                reader_src = f"{self.release} {v1_reader}"
             # the field it read, else the DFlash field both runners read (before the rest)
             path = source if native is not None else "dflash_config.target_layer_ids"
             fed = _Read(native, source, path)
@@ -365,30 +366,39 @@ class _Context:
         return self._collect(row, placement, elements, source, fed)
 
     def _method_row(self, method: methods.Method) -> Feed | None:
-        """The drafter method's row for this release (``methods.ENGINE_METHODS``): a drafter
-        the release cannot build crashes; a block-draft drafter sizes its fc its own way."""
-        row = methods.engine_method(method, self.release)
+        """The drafter method's row for this release (the table's probed ``methods``): a
+        drafter the release cannot build crashes; a block-draft drafter sizes its fc its own
+        way; a row the probe could not read is unknown."""
+        row = methods.engine_method(method, self.table)
         if row is None:
             if method.block:
                 return self._unknown(
-                    f"{method.label} drafters are not read for {self.release} (read: "
-                    f"{', '.join(sorted({r.release for r in methods.ENGINE_METHODS}))})",
-                    "conventions/methods.py ENGINE_METHODS",
+                    f"{method.label} drafters are not read for {self.release}: its table has "
+                    "no drafter-method rows (scripts/reprobe_releases.py --methods-only)",
+                    self.table.path,
                 )
             return None
+        if row.unknown and row.loads:
+            return self._unknown(
+                f"{method.label} on {self.release}: the probe did not find "
+                f"{'; '.join(row.unknown)}",
+                self.table.path,
+            )
         fmt = row.only_format
         if not row.loads or (fmt is not None and self.draft.get(fmt[0]) != fmt[1]):
             self.notes.append(f"{self.release} cannot load a {method.label} drafter: {row.drafter}")
             return self._feed("crash", (), None, "unloadable-drafter", row.drafter)
         self.block = method.block
         if self.block and self.table.framework is Framework.VLLM:
-            self.fc_states, self.fc_source = methods.vllm_fc_states(self.draft)
+            self.fc_states, self.fc_source = methods.vllm_fc_states(self.draft, row.fc)
         return None
 
     def _block_sglang(self, method: methods.Method) -> Feed:
         """SGLang's block-draft path: its own reader and fallback, then the target's
         ``set_dflash_layers_to_capture`` (loop index id + 1) and the same capture loop."""
-        read = methods.sglang_block_read(method, self.draft, self.target.num_layers)
+        rules = methods.engine_method(method, self.table)
+        assert rules is not None  # _method_row returned a Feed otherwise
+        read = methods.sglang_block_read(method, self.draft, self.target.num_layers, rules)
         self.notes.extend(read.notes)
         path = (
             read.ids_source
@@ -400,9 +410,9 @@ class _Context:
         if isinstance(found, Feed) and found.kind != "unsupported":
             return found
         file = found.model_file if isinstance(found, Feed) else self.table.classes[found].file
-        dflash = file in methods.SGLANG_DFLASH_SETTER_FILES.get(self.release, frozenset())
-        dspark = method is methods.DSPARK and file in methods.SGLANG_DSPARK_SETTER_FILES.get(
-            self.release, frozenset()
+        dflash = file in methods.sglang_setter_files(self.table, "dflash")
+        dspark = method is methods.DSPARK and file in methods.sglang_setter_files(
+            self.table, "dspark"
         )
         if not (dflash or dspark):
             self.model_file = file
@@ -417,7 +427,7 @@ class _Context:
             self.model_file = file
             return self._unknown(
                 f"{file} has its own set_dspark_layers_to_capture, whose capture is not read "
-                "(conventions/methods.py SGLANG_DSPARK_SETTER_FILES)",
+                "(the table's dspark_setters)",
                 f"{self.release} {file}",
             )
         if isinstance(found, Feed):  # no EAGLE-3 setter was probed, but a DFlash one is there
@@ -453,7 +463,7 @@ class _Context:
                 f"capture placement not boundary-exact: {row.placement_problem}",
                 self._class_source(row),
             )
-        self.fc_states, self.fc_source = read.fc_states, methods.SGLANG_FC
+        self.fc_states, self.fc_source = read.fc_states, rules.fc
         source = f"{self._class_source(row)}; {read.source}; {placement.describe()}"
         return self._collect(row, placement, list(read.elements), source, fed)
 

@@ -536,6 +536,7 @@ class ReleaseTable:
     # flag -> first line of drafter_file naming it; None: the release ignores the flag
     stored_at: str = ""  # the user-cache file of a table probed on demand ("" when shipped)
     drafters: DrafterRegistry | None = None  # which drafters it loads (None: not probed)
+    methods: Mapping[str, Any] = field(default_factory=dict)  # probe/methods.py read_methods
 
     @property
     def release(self) -> str:
@@ -643,6 +644,7 @@ def _release_from_json(data: Mapping[str, Any]) -> ReleaseTable:
         drafter_flags=dict(data.get("drafter_flags", {}).get("reads", {})),
         stored_at=str(data.get("stored_at", "")),
         drafters=_drafters(data.get("drafters")),
+        methods=dict(data.get("methods", {})),
     )
 
 
@@ -730,7 +732,7 @@ shared between releases (``probe.tables.compact``)."""
 
 WHOLE_SECTIONS: tuple[str, ...] = (
     "architectures", "unsupported_architectures", "id_source", "runner", "drafter_flags",
-    "grid", "sources", "drafters",
+    "grid", "sources", "drafters", "methods",
 )  # fmt: skip
 """Sections shared whole (``shared[WHOLE][digest]``) when several releases have them equal
 (a registry, a reader, the read files' hashes of a post-release)."""

@@ -271,32 +271,10 @@ def probe_reader(func: ast.FunctionDef, class_name: str | None, file: str) -> di
     """The table row of one reader function."""
     qual = f"{class_name}.{func.name}" if class_name else func.name
     row: dict[str, Any] = {"function": qual, "line": func.lineno, "sites": _read_sites(func)}
-    if check_pure(func) is None:
-        compiled = compile_pure(func, source_name=file)
-        inputs = tuple(a.arg for a in func.args.args)
-        row["evaluated"] = "whole function"
-    else:
-        span, target = _enclosing_span(func)
-        if not span or target is None:
-            row["needs_reading"] = f"{file}:{func.lineno}: no statement run assigns the read"
-            return row
-        free = _free_names(span)
-        unknown = [n for n in free if n not in STUB_INPUTS]
-        rejection = next(
-            (r for r in (check_pure(st, free_names=free) for st in span) if r is not None), None
-        )
-        if unknown or rejection is not None:
-            why = (
-                f"uses {', '.join(unknown)} computed earlier in the function"
-                if unknown or rejection is None
-                else rejection.construct
-            )
-            line = span[0].lineno if unknown or rejection is None else rejection.line
-            row["needs_reading"] = f"{file}:{line}: {why}"
-            return row
-        compiled = compile_snippet(span, tuple(free), target, source_name=file)
-        inputs = tuple(free)
-        row["evaluated"] = f"lines {span[0].lineno}-{span[-1].end_lineno} (-> {target})"
+    found = _compiled_reader(func, file, row)
+    if found is None:
+        return row
+    compiled, inputs = found
     answers = {case: _call(compiled, inputs, cfg) for case, cfg in CONFIG_CASES.items()}
     stubbed = sorted({a for a in answers.values() if "<stub" in a or a.startswith("raises")})
     if stubbed:  # the answer is a value our stubs made up: not an id reader's answer
@@ -308,6 +286,37 @@ def probe_reader(func: ast.FunctionDef, class_name: str | None, file: str) -> di
     row["answers"] = answers
     row["precedence"] = precedence(answers, read_order(compiled, inputs))
     return row
+
+
+def _compiled_reader(
+    func: ast.FunctionDef, file: str, row: dict[str, Any]
+) -> tuple[Any, tuple[str, ...]] | None:
+    """The reader compiled to run on the config cases (the whole function when pure, else the
+    statements that assign the read) and its inputs; ``None`` after writing ``needs_reading``
+    into ``row``."""
+    if check_pure(func) is None:
+        row["evaluated"] = "whole function"
+        return compile_pure(func, source_name=file), tuple(a.arg for a in func.args.args)
+    span, target = _enclosing_span(func)
+    if not span or target is None:
+        row["needs_reading"] = f"{file}:{func.lineno}: no statement run assigns the read"
+        return None
+    free = _free_names(span)
+    unknown = [n for n in free if n not in STUB_INPUTS]
+    rejection = next(
+        (r for r in (check_pure(st, free_names=free) for st in span) if r is not None), None
+    )
+    if unknown or rejection is not None:
+        why = (
+            f"uses {', '.join(unknown)} computed earlier in the function"
+            if unknown or rejection is None
+            else rejection.construct
+        )
+        line = span[0].lineno if unknown or rejection is None else rejection.line
+        row["needs_reading"] = f"{file}:{line}: {why}"
+        return None
+    row["evaluated"] = f"lines {span[0].lineno}-{span[-1].end_lineno} (-> {target})"
+    return compile_snippet(span, tuple(free), target, source_name=file), tuple(free)
 
 
 def find_readers(tree: ast.Module) -> list[tuple[ast.FunctionDef, str | None]]:

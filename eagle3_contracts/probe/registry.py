@@ -282,34 +282,47 @@ def _arch_map(func: ast.FunctionDef) -> tuple[dict[str, str], str | None, str | 
     default = None
     fixed = None
     for node in ast.walk(func):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.targets[0], ast.Subscript)
-            and isinstance(node.targets[0].slice, ast.Constant)
-            and node.targets[0].slice.value == "architectures"
-            and isinstance(node.value, ast.List)
-            and len(node.value.elts) == 1
-            and isinstance(node.value.elts[0], ast.Constant)
-        ):
-            fixed = str(node.value.elts[0].value)
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Dict)
-            and all(isinstance(k, ast.Constant) for k in node.value.keys)
-            and all(isinstance(v, ast.Constant) for v in node.value.values)
-        ):
-            found = {
-                str(k.value): str(v.value)  # type: ignore[attr-defined,union-attr]
-                for k, v in zip(node.value.keys, node.value.values, strict=False)
-            }
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "get"
-            and len(node.args) == 2
-            and isinstance(node.args[0], ast.Constant)
-            and node.args[0].value == "model_type"
-            and isinstance(node.args[1], ast.Constant)
-        ):
-            default = str(node.args[1].value)
+        fixed = _fixed_architecture(node) or fixed
+        if isinstance(node, ast.Assign) and (table := _constant_dict(node.value)) is not None:
+            found = table
+        default = _model_type_default(node) or default
     return found, default, fixed
+
+
+def _fixed_architecture(node: ast.AST) -> str | None:
+    """``x["architectures"] = ["Name"]``: the one architecture written."""
+    if not isinstance(node, ast.Assign) or not isinstance(node.targets[0], ast.Subscript):
+        return None
+    key = node.targets[0].slice
+    if not (isinstance(key, ast.Constant) and key.value == "architectures"):
+        return None
+    value = node.value
+    if isinstance(value, ast.List) and len(value.elts) == 1:
+        only = value.elts[0]
+        return str(only.value) if isinstance(only, ast.Constant) else None
+    return None
+
+
+def _constant_dict(value: ast.expr) -> dict[str, str] | None:
+    """A dict literal of constants, as strings (``None`` for anything else)."""
+    if not isinstance(value, ast.Dict):
+        return None
+    pairs = list(zip(value.keys, value.values, strict=False))
+    if not all(isinstance(k, ast.Constant) and isinstance(v, ast.Constant) for k, v in pairs):
+        return None
+    return {str(k.value): str(v.value) for k, v in pairs}  # type: ignore[attr-defined,union-attr]
+
+
+def _model_type_default(node: ast.AST) -> str | None:
+    """``x.get("model_type", "llama")``: the default model type."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and len(node.args) == 2
+    ):
+        return None
+    key, default = node.args
+    if isinstance(key, ast.Constant) and key.value == "model_type":
+        return str(default.value) if isinstance(default, ast.Constant) else None
+    return None

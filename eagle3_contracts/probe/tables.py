@@ -30,6 +30,7 @@ from eagle3_contracts.conventions.releases import REF, SHARED_SECTIONS, WHOLE, W
 from eagle3_contracts.probe import readings, runner
 from eagle3_contracts.probe.frameworks import FrameworkSpec, wanted
 from eagle3_contracts.probe.idsource import default_only_readers, find_readers, probe_reader
+from eagle3_contracts.probe.methods import read_methods
 from eagle3_contracts.probe.placement import (
     CAPTURE_FLAG,
     CAPTURE_SETS,
@@ -398,6 +399,7 @@ def build_table(spec: FrameworkSpec, version: str, root: Path) -> dict[str, Any]
     flags = read_drafter_flags(root, spec.model_dir + DRAFTER_FILE)
     if flags is not None:
         table["drafter_flags"] = flags
+    table["methods"] = read_methods(spec, version, root)
     wheel = root / "wheel.json"
     if wheel.exists():
         info = json.loads(wheel.read_text())
@@ -1008,35 +1010,13 @@ def setter_arms(
     if summary is None or not summary.get("sites"):
         return None
     names = {rel.spec.setter, *SINK_METHODS}
-    todo: list[tuple[str, str, ast.FunctionDef]] = []
-    for link in chain:
-        found = _CHAIN_METHOD.match(link)
-        if found is None or found.group(3) not in names:
-            continue
-        file, cls, name = found.groups()
-        method = rel.modules[file].method(cls, name) if file in rel.modules else None
-        if method is not None:
-            todo.append((file, f"{cls}.{name}", method))
+    todo = _chain_setters(rel, chain, names)
     if not todo:
         return None
     # ``self.model.<setter>()`` is already followed by the chain (the inner setter's link, or
     # the note that a hasattr() guard finds none): not unread when it cannot be resolved here
     inner_read = len(todo) > 1 or any(f"has no {rel.spec.setter}" in link for link in chain)
-    writes: set[str] = set()
-    setters: list[str] = []
-    unread: list[str] = []
-    while todo and len(setters) < 8:
-        file, qual, method = todo.pop(0)
-        if not file:
-            if not (inner_read and qual.startswith("self.model.")):
-                unread.append(qual)
-            continue
-        label = f"{file}:{qual} (line {method.lineno})"
-        if label in setters:
-            continue
-        setters.append(label)
-        writes |= setter_writes(method)
-        todo += _delegated_setters(rel, (file, qual.split(".")[0]), method, names)
+    writes, setters, unread = _follow_setters(rel, todo, names, inner_read)
     sites = summary["sites"]
     armed = [s for s in sites if s.get("reads") in writes]
     unarmed = [{"line": s["line"], "reads": s.get("reads", "")} for s in sites if s not in armed]
@@ -1055,12 +1035,61 @@ def setter_arms(
         out["verdict"] = "not armed"
     else:
         out["verdict"] = "partly armed"
-        owner, _, _ = placement["forward"].partition(".")
-        forward = rel.modules[placement["file"]].method(owner, "forward")
-        residual_none = forward is not None and residual_is_none_at_entry(forward)
-        only = summarize([_site(s) for s in armed], residual_none)
-        out["armed_placement"] = {k: v for k, v in only.items() if k != "sites"}
+        out["armed_placement"] = _armed_placement(rel, placement, armed)
     return out
+
+
+def _chain_setters(
+    rel: _Release, chain: list[str], names: set[str]
+) -> list[tuple[str, str, ast.FunctionDef]]:
+    """The setter methods an entry class's chain names and the release defines."""
+    todo: list[tuple[str, str, ast.FunctionDef]] = []
+    for link in chain:
+        found = _CHAIN_METHOD.match(link)
+        if found is None or found.group(3) not in names:
+            continue
+        file, cls, name = found.groups()
+        method = rel.modules[file].method(cls, name) if file in rel.modules else None
+        if method is not None:
+            todo.append((file, f"{cls}.{name}", method))
+    return todo
+
+
+def _follow_setters(
+    rel: _Release,
+    todo: list[tuple[str, str, ast.FunctionDef]],
+    names: set[str],
+    inner_read: bool,
+) -> tuple[set[str], list[str], list[str]]:
+    """The capture state the setters write, each followed into the setters it delegates to
+    (at most 8): what they write, their labels, and the delegations not read statically."""
+    writes: set[str] = set()
+    setters: list[str] = []
+    unread: list[str] = []
+    while todo and len(setters) < 8:
+        file, qual, method = todo.pop(0)
+        if not file:
+            if not (inner_read and qual.startswith("self.model.")):
+                unread.append(qual)
+            continue
+        label = f"{file}:{qual} (line {method.lineno})"
+        if label in setters:
+            continue
+        setters.append(label)
+        writes |= setter_writes(method)
+        todo += _delegated_setters(rel, (file, qual.split(".")[0]), method, names)
+    return writes, setters, unread
+
+
+def _armed_placement(
+    rel: _Release, placement: dict[str, Any], armed: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The placement summary of only the sites the setters arm."""
+    owner, _, _ = placement["forward"].partition(".")
+    forward = rel.modules[placement["file"]].method(owner, "forward")
+    residual_none = forward is not None and residual_is_none_at_entry(forward)
+    only = summarize([_site(s) for s in armed], residual_none)
+    return {k: v for k, v in only.items() if k != "sites"}
 
 
 def _site(row: dict[str, Any]) -> Site:

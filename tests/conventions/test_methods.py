@@ -291,9 +291,20 @@ def test_nemotron35_encodings_that_disagree_split_the_engines() -> None:
     )
 
 
-def test_unprobed_release_is_unknown_for_a_block_drafter() -> None:
+def test_release_without_the_method_is_a_crash_naming_it() -> None:
+    # sglang 0.5.14 srt/models/*.py: no EntryClass registers a DSpark drafter (models/dspark.py
+    # first ships in 0.5.16), as its table's probed method rows record
     feed = predict_feed("sglang==0.5.14", _load("specforge-qwen3-8b-dspark.json"), QWEN3_8B)
+    assert (feed.kind, feed.crash) == ("crash", "unloadable-drafter")
+    assert "DSparkDraftModel" in feed.source
+
+
+def test_method_code_the_probe_could_not_read_is_unknown_naming_it() -> None:
+    # sglang 0.5.14 registers DFlashDraftModel but has no model_runner_components/
+    # spec_aux_hidden_state.py, where 0.5.23 resolves the fallback: the row names what is missing
+    feed = predict_feed("sglang==0.5.14", _load("specforge-qwen3-8b-dflash.json"), QWEN3_8B)
     assert feed.kind == "unknown"
+    assert "spec_aux_hidden_state.py" in " ".join((feed.source, *feed.notes))
 
 
 # -- generated configs of every method: check, then fix, then check -------------------------

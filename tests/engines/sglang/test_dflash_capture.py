@@ -15,6 +15,7 @@ import pytest
 
 from eagle3_contracts.conventions import methods
 from eagle3_contracts.conventions.predict import predict_feed
+from eagle3_contracts.conventions.releases import load_table
 from tests.engines.sglang import harness
 from tests.engines.sglang.test_model_conformance import CANNOT_RUN, L
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.engine
 SETTER_FILES = tuple(
     c.model_file
     for c in harness.MODEL_CASES
-    if c.model_file in methods.SGLANG_DFLASH_SETTER_FILES["sglang==0.5.23"]
+    if c.model_file in methods.sglang_setter_files(load_table("sglang", "0.5.23"), "dflash")
 )
 CASES: tuple[tuple[int, ...], ...] = (
     (1, 3, 4),
