@@ -191,8 +191,8 @@ def test_prefill_graph_first_prefill_runs_eager_and_is_judged(
     status: str,
 ) -> None:
     """Default GPU launch: the first prefill is judged (eager), later ones replay the graph."""
+    from eagle3_contracts.integrations._guard.verdict import WiringMismatch
     from eagle3_contracts.integrations.sglang import hooks
-    from eagle3_contracts.integrations.vllm.verdict import WiringMismatch
 
     _release_has(sglang_runtime, GRAPH_RUNNER)
     pair = _pair_capturing(IDS)

@@ -18,6 +18,7 @@ import pytest
 import torch
 from torch import nn
 
+from eagle3_contracts.integrations._guard.installed import Answering
 from eagle3_contracts.integrations.sglang import forward_hooks
 from eagle3_contracts.integrations.sglang import hooks as sg_hooks
 
@@ -70,6 +71,9 @@ def guarded(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -
     monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", "strict")
     monkeypatch.delenv("EAGLE3_CONTRACTS_DUMP", raising=False)
     monkeypatch.setattr(sg_hooks, "sglang_release", lambda: "0.5.23")
+    # no sglang is installed here: the released wheel's table answers (the installed path is
+    # tests/integrations/test_installed_guards.py, on a fake installed tree)
+    monkeypatch.setattr(sg_hooks, "answering_release", lambda fw, v: Answering(f"{fw}=={v}", ""))
     caplog.set_level(logging.INFO, logger=LOGGER)
     sg_hooks.reset()
     yield
@@ -263,7 +267,7 @@ def test_a_dump_that_cannot_be_written_never_weakens_strict(
     place: str,
 ) -> None:
     """The dump's write error is logged as such; the proven MISMATCH still stops serving."""
-    from eagle3_contracts.integrations.vllm.verdict import WiringMismatch
+    from eagle3_contracts.integrations._guard.verdict import WiringMismatch
 
     monkeypatch.setenv("EAGLE3_CONTRACTS_DUMP", str(_dump_places(tmp_path)[place]))
     draft = _stamped(tmp_path / "draft", (0, 1, 2), num_layers=4, hidden=8)
