@@ -452,6 +452,12 @@ def _systems(
     if not serve_with:
         notes.append(f"no --serve-with: checked every engine ({', '.join(systems)})")
     for name in systems:
+        if name.replace(" ", "").lower().split(":")[0].endswith("==installed"):
+            raise ContractError(  # probe.installed reads the installed files; config may not
+                f"{name!r} names the engine installed here: pass it to "
+                "eagle3_contracts.check_drafter (or check --serve-with), which reads its files",
+                field="serve_with",
+            )
         _check_name(name, "serve_with")  # fail early, as one typed error, on an unknown name
     if trained_with:
         _check_name(trained_with, "trained_with")

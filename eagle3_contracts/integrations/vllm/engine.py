@@ -211,6 +211,7 @@ class Session:
     expected: tuple[int, ...] | None
     claim: str
     fix: Callable[[Sequence[int], int], str] = no_release_fix  # proven_fix_for the release
+    answers: str = ""  # the table the fix is searched with: the installed code's
     state: str = "waiting"  # waiting -> recorded -> done
     input_ids: torch.Tensor | None = None
     positions: torch.Tensor | None = None
@@ -670,6 +671,7 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         expected=expected,
         claim=claim,
         fix=proven_fix_for(answers, draft_cfg.to_dict(), target_cfg.to_dict()),
+        answers=answers,
     )
     if settings.guard:
         predict_at_start(session)
