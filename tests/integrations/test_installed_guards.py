@@ -29,6 +29,7 @@ from eagle3_contracts.integrations._guard.verdict import WiringMismatch, proven_
 from eagle3_contracts.integrations.sglang import forward_hooks
 from eagle3_contracts.integrations.sglang import hooks as sg_hooks
 from eagle3_contracts.probe.installed import resolve
+from tests.integrations.test_method_guards import _Config
 from tests.probe.test_installed import PATCH, RELEASED, VERSION, _install
 from tests.probe.test_installed import env as env  # the released wheel's table, a site folder
 
@@ -181,19 +182,6 @@ def _fake_vllm(monkeypatch: pytest.MonkeyPatch, site: Path, version: str) -> Non
     spec.submodule_search_locations = [str(site / "vllm")]
     module.__spec__ = spec
     monkeypatch.setitem(sys.modules, "vllm", module)
-
-
-class _Config(dict[str, Any]):
-    """A config as vLLM loaded it (``hf_config``): attributes and ``to_dict``."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self)
 
 
 def test_the_vllm_plugin_names_a_patched_file_and_fixes_with_the_installed_code(

@@ -54,17 +54,16 @@ from eagle3_contracts.config.readers import DraftConfig, read_draft_config
 from eagle3_contracts.conventions import engine_name
 from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
 from eagle3_contracts.integrations._guard.claim import guard_claim
-from eagle3_contracts.integrations._guard.installed import answering_release
 from eagle3_contracts.integrations._guard.report import (
     PREFIX,
     armed_line,
     cannot_observe_line,
-    installed_line,
     not_applicable_line,
     one_line,
 )
 from eagle3_contracts.integrations._guard.settings import CHECKED_RELEASES as _CHECKED
 from eagle3_contracts.integrations._guard.settings import Settings, read_settings, unchecked
+from eagle3_contracts.integrations._guard.start import guard_start
 from eagle3_contracts.integrations._guard.verdict import (
     GuardVerdict,
     Recorded,
@@ -537,17 +536,45 @@ def _preload(settings: Settings) -> None:
 
 
 def _runner_problem(runner: Any) -> str | None:
-    """Why the hooks stay off in this model runner (``None``: they apply, or no runner)."""
+    """Why the hooks stay off in this model runner (``None``: they apply, or no runner). The
+    DFlash family's target hands its aux states to the logits processor as EAGLE-3's does
+    (0.5.23 ``models/llama.py:943-953`` ``set_dflash_layers_to_capture``, ``:619-631``)."""
     if runner is None:
         return None
-    if not runner.spec_algorithm.is_eagle3():
-        return f"speculative algorithm {runner.spec_algorithm.name}, not EAGLE3"
+    algorithm = runner.spec_algorithm
+    family = getattr(algorithm, "is_dflash_family", None)  # 0.5.23 spec_info.py:126-127
+    if not algorithm.is_eagle3() and not (callable(family) and family()):
+        return f"speculative algorithm {algorithm.name}, not EAGLE3 (nor DFLASH, DSPARK)"
     if _pp_size(runner) > 1:
         return (
             f"pipeline parallel (pp size {_pp_size(runner)}): one process sees only its "
             "stage's layers"
         )
     return None
+
+
+def _described(made: Session, runner: Any) -> str:
+    """The prefill path of this runner, kept eager for the recorded prefill where it can be."""
+    if runner is None:
+        return (
+            "not found from the hook registration (a prefill replayed from a CUDA graph is "
+            "reported as cannot observe)"
+        )
+    graph_runner = getattr(runner, "prefill_cuda_graph_runner", None)
+    if graph_runner is None or type(graph_runner).__name__ == "EagerRunner":
+        return "eager prefill"
+    return made.keep_prefill_eager(graph_runner)
+
+
+def _target_config(runner: Any) -> dict[str, Any] | None:
+    """The target's config as the runner loaded it (``model_config.hf_config``, else the
+    model's ``config``); ``None`` where neither is there (the first prefill reads it then)."""
+    loaded = getattr(getattr(runner, "model_config", None), "hf_config", None)
+    loaded = (
+        loaded if loaded is not None else getattr(getattr(runner, "model", None), "config", None)
+    )
+    to_dict = getattr(loaded, "to_dict", None)
+    return dict(to_dict()) if callable(to_dict) else None
 
 
 def start(settings: Settings, draft_path: str | None, runner: Any) -> Session:
@@ -565,30 +592,20 @@ def start(settings: Settings, draft_path: str | None, runner: Any) -> Session:
         log.warning("%s", made.first_prefill)
         return made
     _preload(settings)
+    drafter = ""
     if settings.guard is not None:  # the fix is searched with the installed code's table
-        answering = answering_release("sglang", release)
-        made.answers = answering.release
-        if answering.note:
-            log.warning("%s", installed_line(where, answering.note))
+        made.answers, drafter = guard_start(
+            log, where, ("sglang", release, ""), settings, made._draft, _target_config(runner)
+        )
     model = getattr(runner, "model", None)
     stack = layer_stack(model) if isinstance(model, nn.Module) else None
     layers: Any = getattr(stack, "layers", None)
     depth = f"{len(layers)} decoder layers" if layers is not None else "the decoder layers"
-    if runner is None:
-        described = (
-            "not found from the hook registration (a prefill replayed from a CUDA graph is "
-            "reported as cannot observe)"
-        )
-    else:
-        graph_runner = getattr(runner, "prefill_cuda_graph_runner", None)
-        if graph_runner is None or type(graph_runner).__name__ == "EagerRunner":
-            described = "eager prefill"
-        else:
-            described = made.keep_prefill_eager(graph_runner)
     records = (
         f"at the first prefill, the embedding and {depth} (full residual streams, first "
-        f"{settings.guard_tokens} tokens) and the drafter's input"
+        f"{settings.guard_tokens} tokens) and the drafter's input{drafter}"
     )
+    described = _described(made, runner)
     log.info(
         "%s",
         armed_line(

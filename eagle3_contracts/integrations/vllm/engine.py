@@ -70,16 +70,15 @@ from eagle3_contracts.conventions import engine_name
 from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.integrations._guard.claim import guard_claim
-from eagle3_contracts.integrations._guard.installed import answering_release
 from eagle3_contracts.integrations._guard.report import (
     PREFIX,
     armed_line,
     cannot_observe_line,
-    installed_line,
     not_applicable_line,
     one_line,
 )
 from eagle3_contracts.integrations._guard.settings import Settings, unchecked
+from eagle3_contracts.integrations._guard.start import guard_start
 from eagle3_contracts.integrations._guard.verdict import (
     GuardVerdict,
     Recorded,
@@ -580,6 +579,23 @@ def _drafter_of(runner: Any, runner_kind: str) -> Any:
     return drafter
 
 
+def _method_of(spec: Any) -> str:
+    """`` (a DFlash drafter)``: the drafter's method as ``check`` detects it, for the line of a
+    speculative method the plugin does not observe (vLLM V2's DFlash speculator stages part of
+    the prefill's aux states for its graph before ``combine_hidden_states``,
+    ``v1/worker/gpu/spec_decode/dflash/speculator.py:405-418``: the call sees some rows only)."""
+    config = getattr(getattr(spec, "draft_model_config", None), "hf_config", None)
+    to_dict = getattr(config, "to_dict", None)
+    if not callable(to_dict):
+        return ""
+    from eagle3_contracts.conventions import methods
+
+    try:
+        return f" (a {methods.detect(dict(to_dict())).label} drafter, checked by `check`)"
+    except Exception:  # a config check cannot read is check's to report, not the plugin's
+        return ""
+
+
 def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Session | None:
     """Attach to a loaded model runner: one start line either way (armed, or not applicable
     with the reason); ``None`` when not applicable."""
@@ -597,7 +613,7 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
     method = getattr(spec, "method", None)
     if spec is None or method != "eagle3":
         what = "no speculative decoding" if spec is None else f"speculative method {method!r}"
-        _not_applicable(log, label, f"{what}, not an EAGLE-3 drafter")
+        _not_applicable(log, label, f"{what}, not an EAGLE-3 drafter{_method_of(spec)}")
         return None
     pp = runner.vllm_config.parallel_config.pipeline_parallel_size
     if pp > 1:
@@ -646,12 +662,17 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
     expected, claim = guard_claim(
         draft_cfg.to_dict(), target_cfg.to_dict(), settings, where="the drafter's config.json"
     )
-    answers = convention  # the fix is searched with the installed code's table
+    answers = convention
     if settings.guard:
-        answering = answering_release("vllm", release)
-        answers = f"{answering.release}:{runner_kind}"
-        if answering.note:
-            log.warning("%s", installed_line(label, answering.note))
+        answers, _ = guard_start(
+            log,
+            label,
+            ("vllm", release, f":{runner_kind}"),
+            settings,
+            draft_cfg.to_dict,
+            target_cfg.to_dict(),
+            claim_where="the drafter's config.json",
+        )
     session = Session(
         settings=settings,
         log=log,

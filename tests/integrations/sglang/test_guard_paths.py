@@ -8,7 +8,6 @@ layer-boundary residual stream) are in tests/engines/sglang/test_guard_paths.py.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,11 +17,9 @@ import pytest
 import torch
 from torch import nn
 
-from eagle3_contracts.integrations._guard.installed import Answering
 from eagle3_contracts.integrations.sglang import forward_hooks
 from eagle3_contracts.integrations.sglang import hooks as sg_hooks
-
-LOGGER = "sglang.eagle3_contracts"
+from tests.integrations._hooks import armed_hooks, lines
 
 
 class _Algorithm:
@@ -68,20 +65,11 @@ def _register(model_runner: Any, draft_path: str | None = None) -> list[Any]:
 
 @pytest.fixture
 def guarded(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", "strict")
-    monkeypatch.delenv("EAGLE3_CONTRACTS_DUMP", raising=False)
-    monkeypatch.setattr(sg_hooks, "sglang_release", lambda: "0.5.23")
-    # no sglang is installed here: the released wheel's table answers (the installed path is
-    # tests/integrations/test_installed_guards.py, on a fake installed tree)
-    monkeypatch.setattr(sg_hooks, "answering_release", lambda fw, v: Answering(f"{fw}=={v}", ""))
-    caplog.set_level(logging.INFO, logger=LOGGER)
-    sg_hooks.reset()
-    yield
-    sg_hooks.reset()
+    yield from armed_hooks(monkeypatch, caplog, "strict")
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    return lines(caplog)
 
 
 def test_engine_start_says_armed_with_the_runner_and_what_is_recorded(
