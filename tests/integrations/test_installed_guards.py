@@ -253,3 +253,52 @@ def test_the_public_check_drafter_serves_with_the_installed_engine(env: Path) ->
     with pytest.raises(ContractError) as err:
         release_names_only(draft, target=target, serve_with=("sglang==installed",))
     assert err.value.field == "serve_with" and "eagle3_contracts.check_drafter" in str(err.value)
+
+
+# -- the pytest plugin ----------------------------------------------------------------------
+
+pytest_plugins = ["pytester"]
+
+
+def _plugin_repo(pytester: pytest.Pytester, serve: str) -> None:
+    folder = pytester.path / "drafters" / "kimi"
+    folder.mkdir(parents=True)
+    draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 15, 28]}}
+    target = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 64}
+    (folder / "config.json").write_text(json.dumps(draft))
+    (folder / "target.json").write_text(json.dumps(target))
+    pytester.makeini(
+        "[pytest]\ntestpaths = drafters\neagle3_configs = drafters/*/config.json\n"
+        f"eagle3_serve_with = {serve}\neagle3_trained_with = specforge-hf\n"
+    )
+
+
+def test_the_pytest_plugin_serves_with_the_installed_engine(
+    env: Path, pytester: pytest.Pytester
+) -> None:
+    """``eagle3_serve_with = sglang==installed``: the released files pass (the wheel adds one:
+    ids [1, 15, 28] feed the trained outputs), the patched setter fails with the installed
+    table's fix."""
+    _install(env, _patched())
+    _plugin_repo(pytester, f"sglang=={VERSION}, sglang==installed")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*serve[[]sglang=={VERSION}[]] PASSED*",
+            "*serve[[]sglang==installed[]] FAILED*",
+            "*1 layer early*",
+            "*eagle_config.eagle_aux_hidden_state_layer_ids = [[]2, 16, 29[]]*",
+        ]
+    )
+
+
+def test_the_pytest_plugin_without_the_engine_installed_is_one_usage_error(
+    env: Path, pytester: pytest.Pytester
+) -> None:
+    _plugin_repo(pytester, "vllm==installed")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*eagle3_serve_with 'vllm==installed'*no vllm package is installed*"]
+    )
