@@ -35,7 +35,7 @@ Wording: ``classify`` decides *what* differs; ``WORDING``, one declarative table
 ``FindingKind``, says it. ``check``'s matrix
 (``config.check``: the short ``label`` of a row's verdict cell), its explanations
 (``config.plan``), ``diagnose`` (``dumps.diagnose``) and the vLLM/SGLang guards
-(``integrations.vllm.verdict``, used by ``integrations.sglang.hooks``) all take their words
+(``integrations._guard.verdict``, used by ``integrations.sglang.hooks``) all take their words
 from ``WORDING``; a renderer adds only what it alone knows (``diagnose`` the usual ``cause``).
 
 Templates are ``str.format`` strings over the fields ``say`` fills in:

@@ -194,13 +194,14 @@ def _answer(system: str, distribution: str, version: str) -> Installed:
 
 def _vllm_note(release: str, newest: str) -> str:
     """What the vLLM plugin does on this release (it arms only where it was checked)."""
-    from eagle3_contracts.integrations.vllm.settings import CHECKED_RELEASES
+    from eagle3_contracts.integrations._guard.settings import CHECKED_RELEASES
 
-    if release in CHECKED_RELEASES:
+    checked = CHECKED_RELEASES["vllm"]
+    if release in checked:
         return "the plugin's guard and dump run on this release"
     return (
         f"the plugin prints 'not applicable' on this release (checked against "
-        f"{', '.join(CHECKED_RELEASES)}); check answers from the table"
+        f"{', '.join(checked)}); check answers from the table"
     )
 
 
@@ -228,7 +229,7 @@ def _entry_point_state(
 
 def _guard(environ: Any) -> tuple[str, list[str]]:
     """What the guard/dump settings ask for, read as the plugin and the hooks read them."""
-    from eagle3_contracts.integrations.vllm.settings import ENV_DUMP, ENV_GUARD, read_settings
+    from eagle3_contracts.integrations._guard.settings import ENV_DUMP, ENV_GUARD, read_settings
 
     settings = read_settings(environ)
     if settings is None:

@@ -150,7 +150,7 @@ def _check_sglang(python: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from eagle3_contracts.cli import UsageError
-    from eagle3_contracts.integrations.vllm.settings import ENV_DUMP, ENV_GUARD, parse_mode
+    from eagle3_contracts.integrations._guard.settings import ENV_DUMP, ENV_GUARD, parse_mode
 
     try:
         mode = parse_mode(os.environ.get(ENV_GUARD))

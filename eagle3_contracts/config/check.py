@@ -465,6 +465,15 @@ def _systems(
     given = tuple(serve_with) or conventions.SERVING
     if not serve_with:
         notes.append(f"no --serve-with: checked every engine ({', '.join(conventions.SERVING)})")
+    for name in given:
+        if isinstance(name, str) and name.replace(" ", "").lower().split(":")[0].endswith(
+            "==installed"
+        ):
+            raise ContractError(  # probe.installed reads the installed files; config may not
+                f"{name!r} names the engine installed here: pass it to "
+                "eagle3_contracts.check_drafter (or check --serve-with), which reads its files",
+                field="serve_with",
+            )
     systems = tuple(system_name(name, field="serve_with") for name in given)
     trained = system_name(trained_with, field="trained_with") if trained_with else None
     for spec in systems:

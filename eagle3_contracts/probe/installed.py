@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from eagle3_contracts._io import replace_text
 from eagle3_contracts.conventions import releases
@@ -130,13 +132,16 @@ def resolve(framework: str) -> Installed:
     )
 
 
-def resolve_names(names: list[str]) -> tuple[list[str], list[str]]:
+def resolve_names(names: Sequence[Any]) -> tuple[list[Any], list[str]]:
     """``--serve-with`` names with every ``<engine>==installed[:runner]`` replaced by the
     release it stands for, and one note per engine probed."""
-    out: list[str] = []
+    out: list[Any] = []
     notes: list[str] = []
     done: dict[str, Installed] = {}
     for name in names:
+        if not isinstance(name, str):  # a name already parsed: a release, never "installed"
+            out.append(name)
+            continue
         head, sep, runner = name.partition(":")
         framework, eq, version = head.partition("==")
         if eq and version.strip().lower() == INSTALLED and framework.strip() in FRAMEWORKS:

@@ -178,37 +178,59 @@ def _compare(
     rtol: Mapping[str, float],
 ) -> Iterator[Drift]:
     """Walk both values; ``where`` names the record part, ``field`` the path inside it."""
-    top = where == "record"
     if isinstance(golden, dict) and isinstance(received, dict):
-        context = golden if "dtype" in golden else context
-        for key in [*golden, *(k for k in received if k not in golden)]:
-            g, r = golden.get(key, _MISSING), received.get(key, _MISSING)
-            sub_where, sub_field = (key, ()) if top else (where, (*field, key))
-            if g is _MISSING or r is _MISSING:
-                yield Drift(sub_where, ".".join(sub_field), g, r, _absent(r))
-            elif key == STATS_KEY and isinstance(g, dict) and isinstance(r, dict):
-                yield from _compare_stats(g, r, sub_where, sub_field, context, rtol)
-            else:
-                yield from _compare(g, r, sub_where, sub_field, context, rtol)
-        return
-    if (
+        yield from _compare_dicts(golden, received, where, field, context, rtol)
+    elif (
         isinstance(golden, list)
         and isinstance(received, list)
         and all(isinstance(v, dict) for v in (*golden, *received))
     ):
-        noun = field[-1] if field else where
-        noun = noun[:-1] if noun.endswith("s") and len(noun) > 1 else noun
-        for i in range(max(len(golden), len(received))):
-            g = golden[i] if i < len(golden) else _MISSING
-            r = received[i] if i < len(received) else _MISSING
-            item_where = (f"{where}, " if field else "") + _item_label(noun, i, g, r)
-            if g is _MISSING or r is _MISSING:
-                yield Drift(item_where, "", g, r, _absent(r))
-            else:
-                yield from _compare(g, r, item_where, (), context, rtol)
-        return
-    if not _same(golden, received):
+        yield from _compare_items(golden, received, where, field, context, rtol)
+    elif not _same(golden, received):
         yield Drift(where, ".".join(field), golden, received)
+
+
+def _compare_dicts(
+    golden: dict[str, Any],
+    received: dict[str, Any],
+    where: str,
+    field: tuple[str, ...],
+    context: Mapping[str, Any] | None,
+    rtol: Mapping[str, float],
+) -> Iterator[Drift]:
+    """Key by key, golden order first; at the top each key is a record part of its own."""
+    top = where == "record"
+    context = golden if "dtype" in golden else context
+    for key in [*golden, *(k for k in received if k not in golden)]:
+        g, r = golden.get(key, _MISSING), received.get(key, _MISSING)
+        sub_where, sub_field = (key, ()) if top else (where, (*field, key))
+        if g is _MISSING or r is _MISSING:
+            yield Drift(sub_where, ".".join(sub_field), g, r, _absent(r))
+        elif key == STATS_KEY and isinstance(g, dict) and isinstance(r, dict):
+            yield from _compare_stats(g, r, sub_where, sub_field, context, rtol)
+        else:
+            yield from _compare(g, r, sub_where, sub_field, context, rtol)
+
+
+def _compare_items(
+    golden: list[dict[str, Any]],
+    received: list[dict[str, Any]],
+    where: str,
+    field: tuple[str, ...],
+    context: Mapping[str, Any] | None,
+    rtol: Mapping[str, float],
+) -> Iterator[Drift]:
+    """A list of parts (segments, plans) item by item, each named by what identifies it."""
+    noun = field[-1] if field else where
+    noun = noun[:-1] if noun.endswith("s") and len(noun) > 1 else noun
+    for i in range(max(len(golden), len(received))):
+        g = golden[i] if i < len(golden) else _MISSING
+        r = received[i] if i < len(received) else _MISSING
+        item_where = (f"{where}, " if field else "") + _item_label(noun, i, g, r)
+        if g is _MISSING or r is _MISSING:
+            yield Drift(item_where, "", g, r, _absent(r))
+        else:
+            yield from _compare(g, r, item_where, (), context, rtol)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -13,7 +13,8 @@ Loaded automatically once ``eagle3-contracts`` is installed. It adds:
   ``--hypothesis-profile=eagle3-ci`` or ``settings.load_profile("eagle3-ci")``);
 * ini options ``eagle3_configs`` (globs of drafter config files, or Hub ids ``org/name[@rev]``
   read from the HF cache first), ``eagle3_serve_with``
-  (serving systems) and ``eagle3_trained_with`` (the training system), optionally
+  (serving systems; ``sglang==installed`` / ``vllm==installed`` name the engine installed in
+  this environment, as ``check --serve-with`` does) and ``eagle3_trained_with`` (the training system), optionally
   ``eagle3_target`` (the target ``config.json`` or a Hub id ``org/name[@revision]``, read from
   the HF cache first; else a ``target.json`` next to each drafter config): every matching config becomes one test item per serving system, failing with the
   findings of ``eagle3_contracts.config.check.check_drafter`` when serving would feed the drafter
@@ -198,7 +199,12 @@ def _check_system_names(config: pytest.Config) -> None:
     typed = {}
     for option, name, serving in named:
         try:
-            typed[option, name] = check_system_name(name, serving=serving)
+            resolved = name
+            if serving and "installed" in name.lower():  # the engine in this environment:
+                from eagle3_contracts.probe.installed import resolve_names
+
+                resolved = resolve_names([name])[0][0]  # found (and probed) once, here
+            typed[option, name] = check_system_name(resolved, serving=serving)
         except ContractError as exc:
             raise pytest.UsageError(f"{option} {name!r}: {exc}") from None
     config.stash[_NAMES] = typed
@@ -342,7 +348,7 @@ class DrafterServeItem(pytest.Item):
         return sibling if sibling.exists() else None
 
     def runtest(self) -> None:
-        from eagle3_contracts.config.check import check_drafter
+        import eagle3_contracts  # its check_drafter also takes <engine>==installed
 
         target = self._target()
         if target is None:
@@ -352,7 +358,7 @@ class DrafterServeItem(pytest.Item):
             )
         trained = self.config.getini("eagle3_trained_with").strip() or None
         typed = self.config.stash.get(_NAMES, {})  # parsed once, when the session started
-        report = check_drafter(
+        report = eagle3_contracts.check_drafter(
             str(self.path),
             target=str(target),
             trained_with=trained and typed.get(("eagle3_trained_with", trained), trained),

@@ -130,15 +130,17 @@ def test_every_entry_point_reads_the_same_trained_layers(
     assert fix.claim.plan is not None and fix.claim.plan.layer_ids == (0, 2, 4)
     assert wiring.wiring == (0, 2, 4)
     assert fix.claim.describe() == report.claim.describe() == wiring.source  # type: ignore[union-attr]
-    from eagle3_contracts.integrations.vllm.engine import _claim as vllm_claim
-    from eagle3_contracts.integrations.vllm.settings import Settings
+    from eagle3_contracts.integrations._guard.claim import guard_claim
+    from eagle3_contracts.integrations._guard.settings import Settings
 
     class Loaded(dict):  # a config as vLLM loaded it (hf_config.to_dict())
         def to_dict(self) -> dict:
             return dict(self)
 
     env = Settings(None, "warn", 32, "boundary", ())
-    ids, said = vllm_claim(Loaded(config), Loaded(TARGET.raw), env)
+    ids, said = guard_claim(
+        Loaded(config), Loaded(TARGET.raw), env, where="the drafter's config.json"
+    )
     assert ids == (0, 2, 4)
     assert said.startswith(
         "stamp in the drafter's config.json" if STAMP_KEY in config else "no stamp"

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3_contracts._io import read_json_file
-from eagle3_contracts.errors import ConfigError
+from eagle3_contracts.errors import ConfigError, ContractError
 
 HOOK_FACTORY = "eagle3_contracts.integrations.sglang.hooks:hook_factory"
 PREFIXES = ("", "language_model.")
@@ -89,9 +89,22 @@ def draft_problem(draft_path: str | None, *, refuse_unreadable: bool = False) ->
             raise
         return str(exc)
     archs = (config.get("architectures") if isinstance(config, dict) else None) or []
-    if any("eagle3" in str(a).lower() for a in archs):
+    if any("eagle3" in str(a).lower() for a in archs) or _other_method(config):
         return None
     return f"the drafter in {draft_path} is {archs or 'of no architecture'}, not an EAGLE-3 drafter"
+
+
+def _other_method(config: Any) -> bool:
+    """A drafter of another method that taps the target's hidden states (DFlash, DSpark, a
+    Nemotron draft, P-EAGLE, ...: ``conventions.methods.detect``), which the guard judges."""
+    from eagle3_contracts.conventions import methods
+
+    if not isinstance(config, dict):
+        return False
+    try:
+        return methods.detect(config) is not methods.EAGLE3
+    except ContractError:
+        return False
 
 
 __all__ = ["HOOK_FACTORY", "draft_problem", "forward_hooks", "forward_hooks_json"]

@@ -50,18 +50,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from eagle3_contracts.config.readers import DraftConfig, read_draft_config, read_target_config
+from eagle3_contracts.config.readers import DraftConfig, read_draft_config
 from eagle3_contracts.conventions import engine_name
 from eagle3_contracts.errors import ConfigError, ContractError, ContractViolation
-from eagle3_contracts.integrations._report import (
+from eagle3_contracts.integrations._guard.claim import guard_claim
+from eagle3_contracts.integrations._guard.report import (
     PREFIX,
     armed_line,
     cannot_observe_line,
     not_applicable_line,
+    one_line,
 )
-from eagle3_contracts.integrations.sglang import draft_problem
-from eagle3_contracts.integrations.vllm.settings import Settings, read_settings
-from eagle3_contracts.integrations.vllm.verdict import (
+from eagle3_contracts.integrations._guard.settings import CHECKED_RELEASES as _CHECKED
+from eagle3_contracts.integrations._guard.settings import Settings, read_settings, unchecked
+from eagle3_contracts.integrations._guard.start import guard_start
+from eagle3_contracts.integrations._guard.verdict import (
     GuardVerdict,
     Recorded,
     WiringMismatch,
@@ -69,6 +72,7 @@ from eagle3_contracts.integrations.vllm.verdict import (
     judge,
     proven_fix_for,
 )
+from eagle3_contracts.integrations.sglang import draft_problem
 from eagle3_contracts.layer_ids import EMBEDDING
 
 Hook = Callable[[nn.Module, tuple[Any, ...], Any], Any]
@@ -78,11 +82,6 @@ DISABLE_PREFILL_GRAPH = "--disable-prefill-cuda-graph"
 
 def _logger() -> logging.Logger:
     return logging.getLogger("sglang.eagle3_contracts")
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class Unobservable(Exception):
@@ -115,21 +114,31 @@ def read_stream(output: Any, args: tuple[Any, ...] = ()) -> tuple[torch.Tensor |
         except NotImplementedError as exc:
             return None, (
                 "a decoder layer's output owes work only its producer can do or updates the "
-                f"residual non-linearly ({_one_line(exc)})"
+                f"residual non-linearly ({one_line(exc)})"
             )
         except RuntimeError:
             pass  # not this stream's output: read the output itself
     elif holder is not None and hasattr(holder, "pending"):
-        residual, pending = getattr(holder, "residual", None), holder.pending
-        if not isinstance(residual, torch.Tensor):
-            return None, "the layer-boundary stream holds no residual"
-        if pending is None:
-            return residual, ""
-        value = getattr(pending, "value", None)
-        plain = type(getattr(pending, "update", None)).__name__ == "PlainAdd"
-        if isinstance(value, torch.Tensor) and plain and getattr(pending, "owed", None) is None:
-            return residual + value, ""
-        return None, "a decoder layer's output still owes its tensor-parallel sum"
+        return _read_pending(holder)
+    return _read_output(output)
+
+
+def _read_pending(holder: Any) -> tuple[torch.Tensor | None, str]:
+    """A layer-boundary stream without ``snapshot``: its residual plus a settled plain add."""
+    residual, pending = getattr(holder, "residual", None), holder.pending
+    if not isinstance(residual, torch.Tensor):
+        return None, "the layer-boundary stream holds no residual"
+    if pending is None:
+        return residual, ""
+    value = getattr(pending, "value", None)
+    plain = type(getattr(pending, "update", None)).__name__ == "PlainAdd"
+    if isinstance(value, torch.Tensor) and plain and getattr(pending, "owed", None) is None:
+        return residual + value, ""
+    return None, "a decoder layer's output still owes its tensor-parallel sum"
+
+
+def _read_output(output: Any) -> tuple[torch.Tensor | None, str]:
+    """The layer's own output: the stream, or ``(hidden, residual)`` summed (fused residual)."""
     if isinstance(output, torch.Tensor):
         return output, ""
     if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
@@ -277,6 +286,7 @@ class Session:
     restore_graphs: Callable[[], None] | None = None
     eager_prefills: int = 0  # prefills the guard kept off the prefill graph
     seconds: float = 0.0  # CPU time spent in the hooks (recording, identifying, judging)
+    answers: str = ""  # the table answering for the installed code (``answering_release``)
 
     # -- the hooks ------------------------------------------------------------------------
     @_timed
@@ -330,7 +340,7 @@ class Session:
             self._say_cannot_observe(exc.why, exc.what_to_set)
         except Exception as exc:
             self._say_cannot_observe(
-                f"{_one_line(exc)} while reading the first prefill",
+                f"{one_line(exc)} while reading the first prefill",
                 "serving continues; check offline with `eagle3-contracts check`",
             )
 
@@ -415,7 +425,7 @@ class Session:
                     "%s dump: cannot write in %s (%s); dumping off, serving continues [%s]",
                     PREFIX,
                     self.settings.dump_dir,
-                    getattr(exc, "strerror", None) or _one_line(exc)[:300],
+                    getattr(exc, "strerror", None) or one_line(exc)[:300],
                     self._where(),
                 )
         if self.settings.guard is not None:
@@ -474,7 +484,7 @@ class Session:
 
     def _guard(self, found: Any, release: str, target: Mapping[str, Any]) -> None:
         draft = self._draft()
-        expected, claim = self._claim(draft, target)
+        expected, claim = guard_claim(draft, target, self.settings)
         verdict = judge(
             found,
             expected=expected,
@@ -482,7 +492,9 @@ class Session:
             fc_states=None,
             where=self._where(),
             fix=proven_fix_for(
-                engine_name("sglang", release), {} if draft is None else dict(draft.raw), target
+                self.answers or engine_name("sglang", release),
+                {} if draft is None else dict(draft.raw),
+                target,
             ),
         )
         self.verdict = verdict
@@ -500,19 +512,6 @@ class Session:
             return None
         return read_draft_config(Path(self.draft_path) / "config.json")
 
-    def _claim(
-        self, draft: DraftConfig | None, target: Mapping[str, Any]
-    ) -> tuple[tuple[int, ...] | None, str]:
-        """The trained ids and where they came from: the one resolver
-        (``config.claim.trained_claim``); no claim without the drafter's directory."""
-        from eagle3_contracts.config.claim import trained_claim
-        from eagle3_contracts.stamp import claim_source
-
-        if draft is None:
-            return None, claim_source(None).describe()
-        claim = trained_claim(draft, read_target_config(dict(target)), None)
-        return (None if claim.plan is None else claim.plan.layer_ids), claim.describe()
-
 
 _SESSION: Session | None = None
 
@@ -522,15 +521,8 @@ def session() -> Session | None:
     return _SESSION
 
 
-CHECKED_RELEASES = ("0.5.5", "0.5.12", "0.5.13", "0.5.14", "0.5.16", "0.5.17", "0.5.23")
-"""The SGLang releases whose runner the hooks were written against (the attributes ``start``
-reads: ``spec_algorithm``, ``prefill_cuda_graph_runner``, the model's layer stack). A shipped
-release table answers ``check`` for every release; arming a forward hook inside a runner it was
-never read against could observe the wrong thing, so other releases say not applicable."""
-
-
-def _checked_releases() -> tuple[str, ...]:
-    return CHECKED_RELEASES
+CHECKED_RELEASES = _CHECKED["sglang"]
+"""The SGLang releases whose runner the hooks were written against (``_guard.settings``)."""
 
 
 def _preload(settings: Settings) -> None:
@@ -543,6 +535,48 @@ def _preload(settings: Settings) -> None:
         import eagle3_contracts.dumps.format  # noqa: F401
 
 
+def _runner_problem(runner: Any) -> str | None:
+    """Why the hooks stay off in this model runner (``None``: they apply, or no runner). The
+    DFlash family's target hands its aux states to the logits processor as EAGLE-3's does
+    (0.5.23 ``models/llama.py:943-953`` ``set_dflash_layers_to_capture``, ``:619-631``)."""
+    if runner is None:
+        return None
+    algorithm = runner.spec_algorithm
+    family = getattr(algorithm, "is_dflash_family", None)  # 0.5.23 spec_info.py:126-127
+    if not algorithm.is_eagle3() and not (callable(family) and family()):
+        return f"speculative algorithm {algorithm.name}, not EAGLE3 (nor DFLASH, DSPARK)"
+    if _pp_size(runner) > 1:
+        return (
+            f"pipeline parallel (pp size {_pp_size(runner)}): one process sees only its "
+            "stage's layers"
+        )
+    return None
+
+
+def _described(made: Session, runner: Any) -> str:
+    """The prefill path of this runner, kept eager for the recorded prefill where it can be."""
+    if runner is None:
+        return (
+            "not found from the hook registration (a prefill replayed from a CUDA graph is "
+            "reported as cannot observe)"
+        )
+    graph_runner = getattr(runner, "prefill_cuda_graph_runner", None)
+    if graph_runner is None or type(graph_runner).__name__ == "EagerRunner":
+        return "eager prefill"
+    return made.keep_prefill_eager(graph_runner)
+
+
+def _target_config(runner: Any) -> dict[str, Any] | None:
+    """The target's config as the runner loaded it (``model_config.hf_config``, else the
+    model's ``config``); ``None`` where neither is there (the first prefill reads it then)."""
+    loaded = getattr(getattr(runner, "model_config", None), "hf_config", None)
+    loaded = (
+        loaded if loaded is not None else getattr(getattr(runner, "model", None), "config", None)
+    )
+    to_dict = getattr(loaded, "to_dict", None)
+    return dict(to_dict()) if callable(to_dict) else None
+
+
 def start(settings: Settings, draft_path: str | None, runner: Any) -> Session:
     """The process's session and its one engine-start line (armed, or not applicable)."""
     release = sglang_release()
@@ -551,47 +585,27 @@ def start(settings: Settings, draft_path: str | None, runner: Any) -> Session:
     for problem in settings.problems:
         log.warning("%s: %s", PREFIX, problem)
     made = Session(settings, draft_path, where, release, log, target_only=runner is not None)
-    reason = None
-    checked = _checked_releases()
-    if release not in checked:
-        reason = (
-            f"sglang=={release} is a release eagle3-contracts has not been checked against "
-            f"(checked: {', '.join(checked)})"
-        )
-    elif runner is not None and not runner.spec_algorithm.is_eagle3():
-        reason = f"speculative algorithm {runner.spec_algorithm.name}, not EAGLE3"
-    elif runner is not None and _pp_size(runner) > 1:
-        reason = (
-            f"pipeline parallel (pp size {_pp_size(runner)}): one process sees only its "
-            "stage's layers"
-        )
-    else:
-        reason = draft_problem(draft_path)
+    reason = unchecked("sglang", release) or _runner_problem(runner) or draft_problem(draft_path)
     if reason is not None:
         made.active = False
         made.first_prefill = not_applicable_line(where, reason)
         log.warning("%s", made.first_prefill)
         return made
     _preload(settings)
+    drafter = ""
+    if settings.guard is not None:  # the fix is searched with the installed code's table
+        made.answers, drafter = guard_start(
+            log, where, ("sglang", release, ""), settings, made._draft, _target_config(runner)
+        )
     model = getattr(runner, "model", None)
     stack = layer_stack(model) if isinstance(model, nn.Module) else None
     layers: Any = getattr(stack, "layers", None)
     depth = f"{len(layers)} decoder layers" if layers is not None else "the decoder layers"
-    if runner is None:
-        described = (
-            "not found from the hook registration (a prefill replayed from a CUDA graph is "
-            "reported as cannot observe)"
-        )
-    else:
-        graph_runner = getattr(runner, "prefill_cuda_graph_runner", None)
-        if graph_runner is None or type(graph_runner).__name__ == "EagerRunner":
-            described = "eager prefill"
-        else:
-            described = made.keep_prefill_eager(graph_runner)
     records = (
         f"at the first prefill, the embedding and {depth} (full residual streams, first "
-        f"{settings.guard_tokens} tokens) and the drafter's input"
+        f"{settings.guard_tokens} tokens) and the drafter's input{drafter}"
     )
+    described = _described(made, runner)
     log.info(
         "%s",
         armed_line(

@@ -35,7 +35,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from eagle3_contracts.integrations.vllm.settings import (
+from eagle3_contracts.integrations._guard.settings import (
     ENV_DUMP,
     ENV_GUARD,
     ENV_GUARD_TOKENS,
@@ -77,12 +77,12 @@ def _attach_once(runner: Any, settings: Settings, kind: str) -> None:
 
         attach(runner, settings, log, kind)
     except Exception as exc:
-        from eagle3_contracts.integrations.vllm.verdict import WiringMismatch
+        from eagle3_contracts.integrations._guard.verdict import WiringMismatch
 
         if isinstance(exc, WiringMismatch):
             raise
         problem = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-        from eagle3_contracts.integrations._report import not_applicable_line
+        from eagle3_contracts.integrations._guard.report import not_applicable_line
 
         where = f"vllm {kind} runner {type(runner).__name__}"
         log.warning("%s", not_applicable_line(where, f"cannot observe this engine ({problem})"))
@@ -94,7 +94,7 @@ def _patch(module: ModuleType, settings: Settings, kind: str, method: str) -> No
         return
     original = getattr(runner_cls, method, None)
     if original is None:
-        from eagle3_contracts.integrations._report import not_applicable_line
+        from eagle3_contracts.integrations._guard.report import not_applicable_line
 
         reason = (
             f"{module.__name__}.GPUModelRunner has no {method} (this vLLM's model runner "

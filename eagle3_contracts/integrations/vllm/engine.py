@@ -69,14 +69,17 @@ from torch import nn
 from eagle3_contracts.conventions import engine_name
 from eagle3_contracts.conventions.hf import TOP_LEVEL as IDS_FIELD
 from eagle3_contracts.errors import ContractError
-from eagle3_contracts.integrations._report import (
+from eagle3_contracts.integrations._guard.claim import guard_claim
+from eagle3_contracts.integrations._guard.report import (
     PREFIX,
     armed_line,
     cannot_observe_line,
     not_applicable_line,
+    one_line,
 )
-from eagle3_contracts.integrations.vllm.settings import CHECKED_RELEASES, Settings
-from eagle3_contracts.integrations.vllm.verdict import (
+from eagle3_contracts.integrations._guard.settings import Settings, unchecked
+from eagle3_contracts.integrations._guard.start import guard_start
+from eagle3_contracts.integrations._guard.verdict import (
     GuardVerdict,
     Recorded,
     WiringMismatch,
@@ -86,12 +89,6 @@ from eagle3_contracts.integrations.vllm.verdict import (
     proven_fix_for,
 )
 from eagle3_contracts.layer_ids import EMBEDDING, from_boundary
-from eagle3_contracts.stamp import ENV_TRAINED_WITH
-
-
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def model_file(model: nn.Module) -> str:
@@ -213,6 +210,7 @@ class Session:
     expected: tuple[int, ...] | None
     claim: str
     fix: Callable[[Sequence[int], int], str] = no_release_fix  # proven_fix_for the release
+    answers: str = ""  # the table the fix is searched with: the installed code's
     state: str = "waiting"  # waiting -> recorded -> done
     input_ids: torch.Tensor | None = None
     positions: torch.Tensor | None = None
@@ -536,26 +534,6 @@ class Session:
             raise WiringMismatch(self.verdict.line)
 
 
-def _claim(
-    draft_cfg: Any, target_cfg: Any, settings: Settings
-) -> tuple[tuple[int, ...] | None, str]:
-    """The trained canonical ids and a phrase saying where they come from: the one resolver
-    (``config.claim.trained_claim``) on the configs the engine loaded; the environment's
-    claim is the one ``settings`` read."""
-    from eagle3_contracts.config.claim import trained_claim
-    from eagle3_contracts.config.readers import read_draft_config, read_target_config
-
-    environ = {ENV_TRAINED_WITH: settings.trained_with} if settings.trained_with else {}
-    claim = trained_claim(
-        read_draft_config(draft_cfg.to_dict()),
-        read_target_config(target_cfg.to_dict()),
-        None,
-        environ,
-        where="the drafter's config.json",
-    )
-    return (None if claim.plan is None else claim.plan.layer_ids), claim.describe()
-
-
 def predict_at_start(session: Session) -> None:
     """Before any request: what vLLM's own aux-layer list will feed (boundary ``b`` is
     canonical ``b - 1``; ``interfaces.py:1601-1611``), against the fc width and the claim.
@@ -601,6 +579,23 @@ def _drafter_of(runner: Any, runner_kind: str) -> Any:
     return drafter
 
 
+def _method_of(spec: Any) -> str:
+    """`` (a DFlash drafter)``: the drafter's method as ``check`` detects it, for the line of a
+    speculative method the plugin does not observe (vLLM V2's DFlash speculator stages part of
+    the prefill's aux states for its graph before ``combine_hidden_states``,
+    ``v1/worker/gpu/spec_decode/dflash/speculator.py:405-418``: the call sees some rows only)."""
+    config = getattr(getattr(spec, "draft_model_config", None), "hf_config", None)
+    to_dict = getattr(config, "to_dict", None)
+    if not callable(to_dict):
+        return ""
+    from eagle3_contracts.conventions import methods
+
+    try:
+        return f" (a {methods.detect(dict(to_dict())).label} drafter, checked by `check`)"
+    except Exception:  # a config check cannot read is check's to report, not the plugin's
+        return ""
+
+
 def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Session | None:
     """Attach to a loaded model runner: one start line either way (armed, or not applicable
     with the reason); ``None`` when not applicable."""
@@ -610,19 +605,15 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
     placement = placement_of(runner)
     label = f"vllm=={vllm.__version__}:{runner_kind}, {placement.label}"
     runner_name = f"{RUNNER_NAMES[runner_kind]} ({type(runner).__name__})"
-    if release not in CHECKED_RELEASES:
-        _not_applicable(
-            log,
-            label,
-            f"vLLM {vllm.__version__} is not a release this plugin was checked against "
-            f"({', '.join(CHECKED_RELEASES)})",
-        )
+    reason = unchecked("vllm", str(vllm.__version__))
+    if reason is not None:
+        _not_applicable(log, label, reason)
         return None
     spec = getattr(runner, "speculative_config", None)
     method = getattr(spec, "method", None)
     if spec is None or method != "eagle3":
         what = "no speculative decoding" if spec is None else f"speculative method {method!r}"
-        _not_applicable(log, label, f"{what}, not an EAGLE-3 drafter")
+        _not_applicable(log, label, f"{what}, not an EAGLE-3 drafter{_method_of(spec)}")
         return None
     pp = runner.vllm_config.parallel_config.pipeline_parallel_size
     if pp > 1:
@@ -668,7 +659,20 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
     hidden = int(getattr(draft_cfg, "target_hidden_size", None) or text_cfg.hidden_size)
     fc_states = getattr(getattr(drafter, "model", None), "num_aux_hidden_states", None)
     convention = engine_name("vllm", vllm.__version__, runner_kind)
-    expected, claim = _claim(draft_cfg, target_cfg, settings)
+    expected, claim = guard_claim(
+        draft_cfg.to_dict(), target_cfg.to_dict(), settings, where="the drafter's config.json"
+    )
+    answers = convention
+    if settings.guard:
+        answers, _ = guard_start(
+            log,
+            label,
+            ("vllm", release, f":{runner_kind}"),
+            settings,
+            draft_cfg.to_dict,
+            target_cfg.to_dict(),
+            claim_where="the drafter's config.json",
+        )
     session = Session(
         settings=settings,
         log=log,
@@ -687,7 +691,8 @@ def attach(runner: Any, settings: Settings, log: Any, runner_kind: str) -> Sessi
         convention=convention,
         expected=expected,
         claim=claim,
-        fix=proven_fix_for(convention, draft_cfg.to_dict(), target_cfg.to_dict()),
+        fix=proven_fix_for(answers, draft_cfg.to_dict(), target_cfg.to_dict()),
+        answers=answers,
     )
     if settings.guard:
         predict_at_start(session)

@@ -113,8 +113,8 @@ def test_guard_verdicts_with_a_stamp(
     monkeypatch: pytest.MonkeyPatch,
     mode: str,
 ) -> None:
+    from eagle3_contracts.integrations._guard.verdict import WiringMismatch
     from eagle3_contracts.integrations.sglang import hooks
-    from eagle3_contracts.integrations.vllm.verdict import WiringMismatch
 
     monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", mode)
     pair = _hooked(sglang_runtime, "llama.py", None)

@@ -8,7 +8,6 @@ layer-boundary residual stream) are in tests/engines/sglang/test_guard_paths.py.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,8 +19,7 @@ from torch import nn
 
 from eagle3_contracts.integrations.sglang import forward_hooks
 from eagle3_contracts.integrations.sglang import hooks as sg_hooks
-
-LOGGER = "sglang.eagle3_contracts"
+from tests.integrations._hooks import armed_hooks, lines
 
 
 class _Algorithm:
@@ -67,17 +65,11 @@ def _register(model_runner: Any, draft_path: str | None = None) -> list[Any]:
 
 @pytest.fixture
 def guarded(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    monkeypatch.setenv("EAGLE3_CONTRACTS_GUARD", "strict")
-    monkeypatch.delenv("EAGLE3_CONTRACTS_DUMP", raising=False)
-    monkeypatch.setattr(sg_hooks, "sglang_release", lambda: "0.5.23")
-    caplog.set_level(logging.INFO, logger=LOGGER)
-    sg_hooks.reset()
-    yield
-    sg_hooks.reset()
+    yield from armed_hooks(monkeypatch, caplog, "strict")
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    return lines(caplog)
 
 
 def test_engine_start_says_armed_with_the_runner_and_what_is_recorded(
@@ -263,7 +255,7 @@ def test_a_dump_that_cannot_be_written_never_weakens_strict(
     place: str,
 ) -> None:
     """The dump's write error is logged as such; the proven MISMATCH still stops serving."""
-    from eagle3_contracts.integrations.vllm.verdict import WiringMismatch
+    from eagle3_contracts.integrations._guard.verdict import WiringMismatch
 
     monkeypatch.setenv("EAGLE3_CONTRACTS_DUMP", str(_dump_places(tmp_path)[place]))
     draft = _stamped(tmp_path / "draft", (0, 1, 2), num_layers=4, hidden=8)

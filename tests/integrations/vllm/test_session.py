@@ -22,9 +22,9 @@ import pytest
 import torch
 from torch import nn
 
+from eagle3_contracts.integrations._guard.settings import Settings
+from eagle3_contracts.integrations._guard.verdict import WiringMismatch
 from eagle3_contracts.integrations.vllm.engine import Placement, Session
-from eagle3_contracts.integrations.vllm.settings import Settings
-from eagle3_contracts.integrations.vllm.verdict import WiringMismatch
 
 L, H = 4, 16
 COLLECTED = (2, 3, 4)  # boundaries: canonical [1, 2, 3]
@@ -317,8 +317,9 @@ def _engine_runner(tp: int = 1, method: str = "eagle3") -> Runner:
 @pytest.mark.parametrize(
     ("version", "tp_rank", "method", "expected"),
     [
-        ("0.34.0", 0, "eagle3", "[vllm==0.34.0:v2, rank 0, TP 0/2]: not applicable: vLLM 0.34.0 "
-         "is not a release this plugin was checked against (0.32.0, 0.33.0); serving untouched"),
+        ("0.34.0", 0, "eagle3", "[vllm==0.34.0:v2, rank 0, TP 0/2]: not applicable: "
+         "vllm==0.34.0 is a release eagle3-contracts has not been checked against (checked: "
+         "0.32.0, 0.33.0); serving untouched"),
         ("0.33.0", 0, "mtp", "not applicable: speculative method 'mtp', not an EAGLE-3 drafter"),
         ("0.32.0", 1, "eagle3", "[vllm==0.32.0:v2, rank 0, TP 1/2]: armed: guard strict, dump "
          "off; runner: model runner V2 (Runner), not recording on this rank; records: nothing "

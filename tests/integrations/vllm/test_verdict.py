@@ -11,8 +11,8 @@ import torch
 
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.integrations import vllm as plugin
-from eagle3_contracts.integrations.vllm.settings import read_settings
-from eagle3_contracts.integrations.vllm.verdict import (
+from eagle3_contracts.integrations._guard.settings import read_settings
+from eagle3_contracts.integrations._guard.verdict import (
     Recorded,
     identify_recorded,
     judge,

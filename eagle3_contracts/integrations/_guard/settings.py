@@ -1,4 +1,5 @@
-"""What the environment asks the vLLM plugin to do (torch-free, read once per process)."""
+"""What the environment asks an engine integration to do (torch-free, read once per process):
+the same variables, read the same way, for the vLLM plugin and the SGLang hooks."""
 
 from __future__ import annotations
 
@@ -18,9 +19,27 @@ DEFAULT_GUARD_TOKENS = 32
 MAX_GUARD_TOKENS = 65536  # prefill tokens recorded per layer: bounds the guard's memory
 _ASCII_DIGITS = re.compile(r"[0-9]{1,9}")
 
-CHECKED_RELEASES = ("0.32.0", "0.33.0")
-"""vLLM releases whose runner code (the file:line facts in ``engine.py``) the plugin was checked
-against; torch-free here so that ``doctor`` can say it without importing torch."""
+CHECKED_RELEASES: dict[str, tuple[str, ...]] = {
+    "vllm": ("0.32.0", "0.33.0"),
+    "sglang": ("0.5.5", "0.5.12", "0.5.13", "0.5.14", "0.5.16", "0.5.17", "0.5.23"),
+}
+"""Per engine, the releases whose runner code each integration was written against: vLLM's
+model runners (the file:line facts in ``vllm/engine.py``), SGLang's model runner (the
+attributes ``sglang/hooks.start`` reads: ``spec_algorithm``, ``prefill_cuda_graph_runner``,
+the model's layer stack). A shipped release table answers ``check`` for every release; arming
+inside a runner never read could observe the wrong thing, so other releases say not
+applicable. Torch-free here so that ``doctor`` can say it without importing torch."""
+
+
+def unchecked(framework: str, release: str) -> str | None:
+    """Why an integration stays off inside ``framework`` at ``release`` (``None``: checked)."""
+    checked = CHECKED_RELEASES[framework]
+    if release.split("+", 1)[0] in checked:
+        return None
+    return (
+        f"{framework}=={release} is a release eagle3-contracts has not been checked against "
+        f"(checked: {', '.join(checked)})"
+    )
 
 
 @dataclass(frozen=True)

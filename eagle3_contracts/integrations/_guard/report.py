@@ -25,3 +25,15 @@ def not_applicable_line(where: str, reason: str) -> str:
 def cannot_observe_line(where: str, why: str, what_to_set: str) -> str:
     """First prefill: the observation is incomplete, so nothing is judged."""
     return f"{PREFIX} guard [{where}]: cannot observe: {why}; {what_to_set}"
+
+
+def installed_line(where: str, note: str) -> str:
+    """Engine start: the installed engine is not the released wheel (or could not be compared),
+    so the guard answers with the table of the code actually installed."""
+    return f"{PREFIX} [{where}]: {note}"
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one log line: its type and its words, whitespace folded."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
