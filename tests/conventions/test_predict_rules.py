@@ -984,7 +984,9 @@ def test_an_unknown_trainer_is_refused_naming_the_known() -> None:
     with pytest.raises(ContractError) as err:
         predict_system("trtllm", {}, LLAMA)
     assert err.value.field == "trained_with"
-    assert str(err.value) == "'trtllm' is not a trainer release; known: specforge==0.2.0"
+    assert str(err.value) == (
+        "'trtllm' is not a trainer release; known: specforge==0.2.0, zlab-dflash==0.1.0"
+    )
     with pytest.raises(ContractError) as err:
         predict_system("axolotl==1.0", {}, LLAMA)
     assert err.value.field == "trained_with"
