@@ -201,7 +201,14 @@ def _claimed_contract(
     )
     plan = claim.plan
     if plan is None:
-        return None, "", f"no training claim for {draft}: the dumps' own metadata is the claim"
+        return (
+            None,
+            "",
+            (
+                f"no training claim for {draft} (no stamp, --trained-with or "
+                "EAGLE3_CONTRACTS_TRAINED_WITH): the dumps' own metadata is the claim"
+            ),
+        )
     if plan.kind != "segments" or plan.refused or plan.non_canonical or not plan.layer_ids:
         raise ContractError(
             f"the training claim ({claim.describe()}) names no canonical layers: "

@@ -444,12 +444,19 @@ def _release_reading(
         what = (
             f"{spec.release}"
             + (" (the newest probed release)" if spec.version is None else "")
-            + f", which captures through {engine}"
+            + f", which captures through {engine}: what its ids mean depends on the target's "
+            "model file"
         )
-        hint = ", or name 'specforge-hf' for the removed HF backend's reading (ids = layer outputs)"
+        hint = (
+            ". Give the target (--target CONFIG, its config's architectures/model_type), or name "
+            "'specforge-hf' for the removed HF backend's reading (ids = layer outputs)"
+        )
     else:
         what = spec.key if spec.version else f"the newest probed {spec.framework} release"
-        hint = ""
+        hint = (
+            ", whose rule depends on the target's model file: give the target (--target "
+            "CONFIG, its config's architectures/model_type)"
+        )
         version = spec.version or releases.newest_release(spec.framework)
         runners = releases.load_table(spec.framework, version).runner
         if spec.runner and runners is not None and spec.runner not in runners.available:
@@ -459,11 +466,7 @@ def _release_reading(
                 field="convention",
             )
     if not model_type and not architectures:
-        raise ContractError(
-            f"{spec.given!r} means {what}: what its ids mean depends on the target's model "
-            f"file. Give the target (--target CONFIG, its config's architectures/model_type){hint}",
-            field="target",
-        )
+        raise ContractError(f"{spec.given!r} means {what}{hint}", field="target")
     return ReleaseReading(spec, model_type, architectures)
 
 

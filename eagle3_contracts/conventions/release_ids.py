@@ -147,7 +147,11 @@ class ReleaseReading:
 
     @property
     def system(self) -> str:
-        """``sglang==0.5.23 for DeepseekV3ForCausalLM``: the release and the target it answers."""
+        """``sglang==0.5.23 deepseek_v2.py``: the release and the model file it answers with
+        (the release and the target as given when no model file is found)."""
+        feed = self.feed((), 2)  # the model file is chosen before any id is read
+        if feed.model_file:
+            return feed.system
         return f"{self.spec.key} for {', '.join(self.architectures) or self.model_type}"
 
     @property

@@ -167,12 +167,15 @@ class StagesReport:
     def _verdict(self) -> list[str]:
         """An engine or trainer name: check's findings and the one proven fix (or why no id
         list fixes it, and the remedy); never the ids already there."""
-        lines = [f"{self.convention}: {self.behaviour}", f"trained: {self.trained}"]
+        lines = [f"{self.convention}: {self.behaviour}"]
+        lines += [f"  note: {note}" for note in self.behaviour_notes]
+        lines.append(f"trained: {self.trained}")
         if not self.findings:
             return [*lines, f"OK: {self.convention} feeds the drafter what it was trained on"]
-        for f in self.findings:  # "unknown: ..." already names its kind
-            said = f.message.removeprefix(f"{f.kind.value}: ")
-            lines.append(f"{f.kind.value.upper()}: {said}")
+        for f in self.findings:  # "unknown: ...", "width differs: ..." name their kind
+            kind = f.kind.value
+            said = f.message.removeprefix(f"{kind}: ").removeprefix(f"{kind.replace('-', ' ')}: ")
+            lines.append(f"{kind.upper()}: {said}")
         return [*lines, f"fix: {self.findings[0].fix} (exit 1)"]
 
     def _fixed_verdict(self, ids: Callable[[Sequence[int]], str]) -> list[str]:
