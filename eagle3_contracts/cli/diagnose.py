@@ -109,9 +109,10 @@ def _seed(text: str) -> int:
     return value
 
 
-def run(args: argparse.Namespace) -> int:
+def _checked_ids(args: argparse.Namespace) -> tuple[int, ...] | None:
+    """Every name and argument checked before torch is imported or a model loads: the claimed
+    ``--ids`` (None when not given)."""
     from eagle3_contracts.cli import UsageError, parse_ids
-    from eagle3_contracts.cli._output import progress, start_torch_work
     from eagle3_contracts.conventions import parse_convention
 
     if len(args.dump) > 2:
@@ -126,8 +127,13 @@ def run(args: argparse.Namespace) -> int:
         parse_convention(args.convention, field="convention")  # before any file is read
     if args.trained_with is not None and not args.draft:
         raise UsageError("--trained-with names the training of --draft")
-    ids = parse_ids(args.ids) if args.ids is not None else None
-    # every name and argument is checked above, before torch is imported or a model loads
+    return parse_ids(args.ids) if args.ids is not None else None
+
+
+def run(args: argparse.Namespace) -> int:
+    from eagle3_contracts.cli._output import progress, start_torch_work
+
+    ids = _checked_ids(args)
     from eagle3_contracts._io import read_bounded
 
     contract = None
