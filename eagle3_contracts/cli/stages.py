@@ -1,8 +1,9 @@
 """``eagle3-contracts stages``: which pipeline stage owns each captured id, and what PP bugs lose.
 
-Exit 0: report only (or the named engine carries every id to the drafter); 1: the named
-convention's engine captures only on the last stage and some ids live on earlier stages;
-2: bad input. torch is never imported.
+An engine or trainer ``--convention`` is answered as ``check`` answers it (for ``--draft``, or
+a drafter holding ``--ids``), with check's findings and the one proven fix. Exit 0: report only
+(or the named engine feeds the drafter what it was trained on); 1: a finding (ids lost on this
+partition, a crash, an unknown answer); 2: bad input. torch is never imported.
 """
 
 from __future__ import annotations

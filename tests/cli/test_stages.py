@@ -240,3 +240,33 @@ def test_unread_behaviour_on_one_stage_is_not_unknown(capsys) -> None:
         "trtllm",
     )
     assert code == 0 and "UNKNOWN" not in out
+
+
+KIMI_DRAFT = str(Path(examples.__file__).parent / "kimi-k2.5" / "draft.json")
+
+
+def test_a_drafter_is_answered_as_check_answers_it_with_the_proven_fix(capsys) -> None:
+    """``--draft`` with its training claim: stages prints check's finding and fix, at one stage
+    and on a partition (where the fix adds the partition remedy)."""
+    argv = ("--target", KIMI_TARGET, "--draft", KIMI_DRAFT, "--trained-with", "specforge-hf")
+    code, out, _ = run_cli(capsys, *argv, "--pp-size", "1", "--convention", "sglang==0.5.23")
+    assert code == 1
+    assert "SHIFTED: " in out and "trained: specforge-hf: [layer 2, layer 30, layer 58]" in out
+    fix = " ".join(out.split("fix: ", 1)[1].split())
+    assert fix.startswith("set eagle_config.eagle_aux_hidden_state_layer_ids = [3, 31, 59]")
+    main(["check", "--example", "kimi-k2.5", "--serve-with", "sglang==0.5.23", "--json"])
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["findings"][0]["fix_native_ids"] == [3, 31, 59]  # check's own fix, the same
+    code, out, _ = run_cli(capsys, *argv, "--pp-size", "4", "--convention", "sglang==0.5.23")
+    fix = " ".join(out.split("fix: ", 1)[1].split())
+    assert code == 1 and "[3, 31, 59]" in fix and "--pp-partition whose last stage" in fix
+
+
+def test_draft_needs_a_release_convention_and_a_target(capsys) -> None:
+    for argv in (
+        ("--num-layers", "61", "--draft", KIMI_DRAFT, "--pp-size", "1", "--convention", "sglang"),
+        ("--target", KIMI_TARGET, "--draft", KIMI_DRAFT, "--pp-size", "1"),
+        ("--target", KIMI_TARGET, "--ids", "2,30,58", "--draft", KIMI_DRAFT, "--pp-size", "1"),
+    ):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1, (argv, err)
