@@ -80,7 +80,8 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("capture", "testing"): "reference_states runs a synthetic target's explicit layer loop",
     ("conventions", "config"): "predict_feed takes the target's raw config.json: "
     "config.readers.read_target_config is the one (torch-free) reader of target configs, "
-    "imported lazily inside predict_feed",
+    "imported lazily inside predict_feed; release_ids.from_canonical (an engine name's ids for "
+    "canonical layers) is config.plan.proven_fix, the one proven-fix search, imported lazily",
 }
 
 TORCH_FREE = (

@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "stamp); without a stamp the dumps' own metadata is the claim, and the report says so",
     )
     parser.add_argument(
+        "--trained-with",
+        metavar="NAME",
+        help="with --draft: what trained it when its config carries no stamp (as check: the "
+        "stamp, then this, then EAGLE3_CONTRACTS_TRAINED_WITH)",
+    )
+    parser.add_argument(
         "--convention",
         metavar="NAME",
         help="convention of --ids: 'canonical' or a system name (sglang==0.5.23, specforge, "
@@ -103,9 +109,10 @@ def _seed(text: str) -> int:
     return value
 
 
-def run(args: argparse.Namespace) -> int:
+def _checked_ids(args: argparse.Namespace) -> tuple[int, ...] | None:
+    """Every name and argument checked before torch is imported or a model loads: the claimed
+    ``--ids`` (None when not given)."""
     from eagle3_contracts.cli import UsageError, parse_ids
-    from eagle3_contracts.cli._output import progress, start_torch_work
     from eagle3_contracts.conventions import parse_convention
 
     if len(args.dump) > 2:
@@ -118,8 +125,15 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.convention:
         parse_convention(args.convention, field="convention")  # before any file is read
-    ids = parse_ids(args.ids) if args.ids is not None else None
-    # every name and argument is checked above, before torch is imported or a model loads
+    if args.trained_with is not None and not args.draft:
+        raise UsageError("--trained-with names the training of --draft")
+    return parse_ids(args.ids) if args.ids is not None else None
+
+
+def run(args: argparse.Namespace) -> int:
+    from eagle3_contracts.cli._output import progress, start_torch_work
+
+    ids = _checked_ids(args)
     from eagle3_contracts._io import read_bounded
 
     contract = None
@@ -136,8 +150,8 @@ def run(args: argparse.Namespace) -> int:
     target_path, how = resolve_model(args.target, what="target")
     notes += [how] if how else []
     if args.draft:
-        contract, contract_source, note = _stamp_contract(
-            resolve_model(args.draft, what="draft")[0]
+        contract, contract_source, note = _claimed_contract(
+            resolve_model(args.draft, what="draft")[0], target_path, args.trained_with
         )
         notes.append(note)
     step = progress(args.json)
@@ -176,12 +190,36 @@ def run(args: argparse.Namespace) -> int:
     return emit(report, args.json)
 
 
-def _stamp_contract(draft: str) -> tuple[CaptureContract | None, str, str]:
-    """The drafter's stamped contract (or ``None``), its source, and the note saying which
-    claim the report uses."""
-    from eagle3_contracts.stamp import claim_source
+def _claimed_contract(
+    draft: str, target: str, trained_with: str | None
+) -> tuple[CaptureContract | None, str, str]:
+    """The drafter's training claim as a contract (``None``: nobody claims anything), its
+    source, and the note saying which claim the report uses: the one resolver ``check`` calls
+    (``config.claim.trained_claim``: the stamp, then ``--trained-with``, then the
+    environment), answered for the target's config as ``check`` answers it."""
+    import os
 
-    claim = claim_source(draft, environ={})
-    if claim.stamp is None:
-        return None, "", f"no stamp in {draft}: the dumps' own metadata is the claim"
-    return claim.stamp.contract, f"stamp {claim.detail}", f"training claim: {claim.describe()}"
+    from eagle3_contracts.config.claim import trained_claim
+    from eagle3_contracts.config.readers import read_draft_config, read_target_config
+
+    claim = trained_claim(
+        read_draft_config(draft), read_target_config(target), trained_with, os.environ
+    )
+    plan = claim.plan
+    if plan is None:
+        return (
+            None,
+            "",
+            (
+                f"no training claim for {draft} (no stamp, --trained-with or "
+                "EAGLE3_CONTRACTS_TRAINED_WITH): the dumps' own metadata is the claim"
+            ),
+        )
+    if plan.kind != "segments" or plan.refused or plan.non_canonical or not plan.layer_ids:
+        raise ContractError(
+            f"the training claim ({claim.describe()}) names no canonical layers: "
+            f"{plan.describe()} ({plan.kind}; {'; '.join(plan.notes[-1:]) or plan.source})",
+            field="trained_with",
+        )
+    contract = CaptureContract(plan.layer_ids, plan.num_layers, plan.hidden_size, plan.order)
+    return contract, f"training claim {claim.describe()}", f"training claim: {claim.describe()}"

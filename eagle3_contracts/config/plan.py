@@ -250,6 +250,7 @@ def resolve(
     if isinstance(spec, (EngineSpec, TrainerSpec)):
         return _release_plan(draft, target, spec, partition)  # answered per release
     conv = conventions.get(spec, model_type=target.model_type, architectures=target.architectures)
+    assert isinstance(conv, Convention)  # engine and trainer names were answered above
     method = _method_plan(draft, target, conv)
     if method is not None:
         return method
@@ -881,6 +882,7 @@ def _layer_message(d: Difference, t: tuple[int, ...], s: tuple[int, ...], n: int
 
 def _fix(trained: CapturePlan, served: CapturePlan) -> tuple[tuple[int, ...] | None, str]:
     conv = served.convention or conventions.get(served.system)
+    assert isinstance(conv, Convention)  # a release's row is fixed by _release_fix
     if trained.refused:
         return None, f"the trained config is refused by {trained.system}: {trained.refused}"
     if (trained.num_layers, trained.hidden_size) != (served.num_layers, served.hidden_size):
@@ -959,7 +961,7 @@ def proven_fix(
     system: str | EngineSpec,
     feed: Feed,
     draft: DraftConfig,
-    target: TargetConfig,
+    target: predict.TargetFacts,
     *,
     state: str = "residual stream",
 ) -> Fix:

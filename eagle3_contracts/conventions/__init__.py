@@ -16,21 +16,21 @@ the readings ``output``/``boundary``, with any spacing and case, into one frozen
 ``config.plan.resolve`` all resolve names here, so a name means one thing everywhere. Torch-free
 and import-light: parsing a name reads no release table.
 
-Meanings: ``get(name, model_type=..., architectures=...)`` returns a frozen ``Convention`` (see
-``_entry``) for any system name (``parse_system``): a registry entry (``REGISTRY``, the
-same for every target), or an engine or trainer release, answered with that release's probed
-rule for the target's model file (``releases.release_convention``). ``to_canonical`` /
-``from_canonical`` translate explicit ids between a convention and canonical ids
+Meanings: ``get(name, model_type=..., architectures=...)`` returns a frozen ``Convention`` (see ``_entry``)
+for a registry entry or reading (the same for every target), and a ``ReleaseReading``
+(``release_ids``) for an engine or trainer release: that release simulated for the target's
+model file by ``conventions.predict``, the one answer ``check`` gives. ``to_canonical`` /
+``from_canonical`` translate explicit ids between a system and canonical ids
 (``eagle3_contracts.layer_ids``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from eagle3_contracts.conventions import (
     eagle_reference,
@@ -53,6 +53,9 @@ from eagle3_contracts.conventions._entry import (
     Validation,
 )
 from eagle3_contracts.errors import ContractError
+
+if TYPE_CHECKING:
+    from eagle3_contracts.conventions.release_ids import ReleaseReading
 
 # -- system names ---------------------------------------------------------------------------------
 
@@ -412,90 +415,77 @@ def names() -> tuple[str, ...]:
 
 
 def get(
-    name: str | SystemName | Convention,
+    name: str | SystemName | Convention | ReleaseReading,
     *,
     model_type: str | None = None,
     architectures: Sequence[str] = (),
-) -> Convention:
-    """The ``Convention`` a system name means (``parse_system``) for the target.
+) -> Convention | ReleaseReading:
+    """What a system name (``parse_system``) means for the target.
 
-    A registry entry or reading (``specforge-hf``, ``output``) is the same for every target.
-    An engine name (``sglang``, ``sglang==0.5.23``, ``vllm-nested``) is its release's rule for
-    the target's model file, and a trainer (``specforge``) what its pinned engine release
-    captures for it: both need ``model_type``/``architectures`` (the target's) and are refused
-    without them, never answered with another model file's rule.
+    A registry entry or reading (``specforge-hf``, ``output``) is a ``Convention``, the same for
+    every target. An engine name (``sglang``, ``sglang==0.5.23``, ``vllm-nested``) or a trainer
+    (``specforge``) is a ``ReleaseReading``: the release simulated for the target's model file
+    (``conventions.predict``, as ``check`` answers it), with ``to_canonical`` /
+    ``from_canonical``. Both need ``model_type``/``architectures`` (the target's) and are
+    refused without them, never answered with another model file's rule.
     """
-    if isinstance(name, Convention):
+    from eagle3_contracts.conventions.release_ids import ReleaseReading
+
+    if isinstance(name, Convention | ReleaseReading):
         return name
     spec = system_name(name, field="convention")
     if isinstance(spec, FixedReading):
         return READINGS[spec.name] if spec.name in READINGS else REGISTRY[spec.name]
-    if isinstance(spec, TrainerSpec):
-        return _trainer_capture(spec, model_type, tuple(architectures))
-    if not model_type and not architectures:
-        raise ContractError(
-            f"{spec.given!r} means "
-            + (spec.key if spec.version else f"the newest probed {spec.framework} release")
-            + ", whose rule depends on the target's model file: give the target (--target "
-            "CONFIG, its config's architectures/model_type)",
-            field="target",
-        )
+    return _release_reading(spec, model_type, tuple(architectures))
+
+
+def _release_reading(
+    spec: EngineSpec | TrainerSpec, model_type: str | None, architectures: tuple[str, ...]
+) -> ReleaseReading:
+    """An engine or trainer name for the target, refused without the target (whose model file
+    picks the rule) and for a runner the release does not have."""
     from eagle3_contracts.conventions import releases
+    from eagle3_contracts.conventions.release_ids import ReleaseReading
 
-    version = spec.version or releases.newest_release(spec.framework)
-    runners = releases.load_table(spec.framework, version).runner
-    if spec.runner and runners is not None and spec.runner not in runners.available:
-        raise ContractError(  # as conventions.predict answers it: unknown, never another rule
-            f"{spec.given!r}: {spec.framework}=={version} has no model runner {spec.runner} "
-            f"({runners.source})",
-            field="convention",
-        )
-    # the vLLM model runner changes which config field is read, not what an id means
-    return releases.release_convention(
-        spec.framework, version, model_type=model_type, architectures=tuple(architectures)
-    )
+    if isinstance(spec, TrainerSpec):
+        from eagle3_contracts.conventions.trainers import trainer_release
 
-
-def _trainer_capture(
-    spec: TrainerSpec, model_type: str | None, architectures: tuple[str, ...]
-) -> Convention:
-    """A trainer release whose training features are what an engine release captures (SpecForge
-    0.2.0 pins ``sglang==0.5.14`` and hands its ids to that release's setter, per its probed
-    table), so its ids mean what that release makes of them for the target's model file. The
-    removed HF backend's element-wise reading is ``specforge-hf``."""
-    from eagle3_contracts.conventions.trainers import trainer_release
-
-    trainer = spec.release
-    try:
-        engine = trainer_release(trainer).engine
-    except ContractError as exc:  # the name arrived as a convention: say so in the field
-        raise ContractError(str(exc), field="convention") from None
-    if not model_type and not architectures:
-        raise ContractError(
-            f"{spec.given!r} means {trainer}"
+        try:
+            engine = trainer_release(spec.release).engine
+        except ContractError as exc:  # the name arrived as a convention: say so in the field
+            raise ContractError(str(exc), field="convention") from None
+        what = (
+            f"{spec.release}"
             + (" (the newest probed release)" if spec.version is None else "")
             + f", which captures through {engine}: what its ids mean depends on the target's "
-            f"model file. Give the target (--target CONFIG, its config's "
-            f"architectures/model_type), or name 'specforge-hf' for the removed HF backend's "
-            f"reading (ids = layer outputs)",
-            field="target",
+            "model file"
         )
-    convention = get(engine, model_type=model_type, architectures=architectures)
-    assumed = (
-        f"{spec.key} = {trainer}"
-        + (" (unversioned: the newest probed release)" if spec.version is None else "")
-        + f", whose training features are what {engine} captures for this target"
-    )
-    return dataclasses.replace(
-        convention,
-        system=f"{trainer} via {convention.system}",
-        notes=(assumed, *convention.notes),
-    )
+        hint = (
+            ". Give the target (--target CONFIG, its config's architectures/model_type), or name "
+            "'specforge-hf' for the removed HF backend's reading (ids = layer outputs)"
+        )
+    else:
+        what = spec.key if spec.version else f"the newest probed {spec.framework} release"
+        hint = (
+            ", whose rule depends on the target's model file: give the target (--target "
+            "CONFIG, its config's architectures/model_type)"
+        )
+        version = spec.version or releases.newest_release(spec.framework)
+        runners = releases.load_table(spec.framework, version).runner
+        if spec.runner and runners is not None and spec.runner not in runners.available:
+            raise ContractError(  # as conventions.predict answers it: unknown, never another rule
+                f"{spec.given!r}: {spec.framework}=={version} has no model runner {spec.runner} "
+                f"({runners.source})",
+                field="convention",
+            )
+    if not model_type and not architectures:
+        raise ContractError(f"{spec.given!r} means {what}{hint}", field="target")
+    return ReleaseReading(spec, model_type, architectures)
 
 
 def to_canonical(
     ids: Sequence[int],
-    convention: str | Convention,
+    convention: str | Convention | ReleaseReading,
     num_layers: int,
     *,
     model_type: str | None = None,
@@ -504,8 +494,9 @@ def to_canonical(
     """Native explicit ids of ``convention`` -> canonical ids (same order).
 
     An engine or trainer name (``vllm``, ``sglang==0.5.23``) needs the target's
-    ``model_type``/``architectures`` (its rule is its model file's; ``get``). Raises
-    ``ContractError`` for ids the system never captures or that have no canonical id (e.g.
+    ``model_type``/``architectures``: the release is simulated reading a drafter that holds
+    ``ids`` (``get``, ``conventions.predict``). Raises ``ContractError`` for ids the system
+    never captures, a release that crashes on them, or ids with no canonical id (e.g.
     TensorRT-LLM's ``-1``, Hugging Face's ``hidden_states[L]``).
     """
     conv = get(convention, model_type=model_type, architectures=architectures)
@@ -514,7 +505,7 @@ def to_canonical(
 
 def from_canonical(
     ids: Sequence[int],
-    convention: str | Convention,
+    convention: str | Convention | ReleaseReading,
     num_layers: int,
     *,
     model_type: str | None = None,
@@ -522,9 +513,10 @@ def from_canonical(
 ) -> tuple[int, ...]:
     """Canonical ids -> the native ids ``convention`` needs to feed exactly those layers.
 
-    An engine or trainer name needs the target, as for ``to_canonical``. Raises
-    ``ContractError`` when no native list can express them (canonical -1 in ``trtllm``,
-    canonical L-1 in ``sglang==0.5.23`` for a DeepSeek-V3 target).
+    An engine or trainer name needs the target, as for ``to_canonical``; its ids are the one
+    proven fix (``config.plan.proven_fix``: written where the release reads ids and predicted
+    again). Raises ``ContractError`` when no native list can express them (canonical -1 in
+    ``trtllm``, canonical L-1 in ``sglang==0.5.23`` for a DeepSeek-V3 target).
     """
     conv = get(convention, model_type=model_type, architectures=architectures)
     return conv.from_canonical(ids, num_layers)

@@ -1,10 +1,10 @@
-"""Release-pinned conventions: the probed release tables as one typed model, the model file a
-target picks in a release, and the ``Convention`` that file's probed rule stands for.
+"""The probed release tables as one typed model, and the model file a target picks in a release.
+What a release feeds a drafter is ``conventions.predict``'s simulation of these tables, the one
+reading of them (no table is translated into a registry ``Convention``).
 
 ``python -m eagle3_contracts.probe`` writes the tables (``conventions/data/<framework>-<version>
 .json``, ``data/trainers/...``, shipped as package data); the predictor (``conventions.predict``)
-and the registry (``conventions.get("sglang==0.5.23", ...)``) read them only through this
-module. What a name means (``sglang`` = the newest probed release, ``vllm-nested`` =
+reads them only through this module. What a name means (``sglang`` = the newest probed release, ``vllm-nested`` =
 ``vllm==0.33.0:v1``) is decided once, in ``conventions.parse_system``.
 
 A table is read once into frozen dataclasses whose vocabulary is enums:
@@ -39,16 +39,7 @@ from typing import Any
 
 from eagle3_contracts._io import user_cache_dir
 from eagle3_contracts.conventions import EngineSpec, SystemName, system_name
-from eagle3_contracts.conventions._entry import (
-    Convention,
-    Dedup,
-    DefaultRule,
-    Framework,
-    Meaning,
-    OffsetRule,
-    PipelineParallel,
-    Role,
-)
+from eagle3_contracts.conventions._entry import Framework
 from eagle3_contracts.errors import ContractError
 
 DATA_PACKAGE = "eagle3_contracts.conventions"
@@ -79,23 +70,6 @@ class SelectionRule(str, Enum):
             return sorted(set(ids))
         return list(ids)  # IDENTITY
 
-    @property
-    def registry_rule(self) -> tuple[Meaning, OffsetRule]:
-        """The registry's vocabulary for this rule, valid when the placement maps element
-        ``e`` to boundary ``e`` (``Placement.boundary_exact``)."""
-        if self is SelectionRule.PLUS_ONE:
-            return Meaning.OUTPUT, OffsetRule.PLUS_ONE_ALWAYS
-        if self is SelectionRule.PLUS_ONE_IF_FIRST_IS_ONE:
-            return Meaning.CONDITIONAL, OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE
-        if self is SelectionRule.IDENTITY_IF_MAX_IS_L_ELSE_PLUS_ONE:
-            return Meaning.CONDITIONAL, OffsetRule.LOOP_IF_MAX_IS_L
-        return Meaning.BOUNDARY, OffsetRule.BOUNDARY  # IDENTITY, SORTED_SET
-
-    @property
-    def dedup(self) -> Dedup:
-        """What a repeated id becomes."""
-        return Dedup.SORTED_SET if self is SelectionRule.SORTED_SET else Dedup.MEMBERSHIP
-
 
 class DefaultSelection(str, Enum):
     """The elements selected with no ids, as a function of the depth ``L``
@@ -112,15 +86,6 @@ class DefaultSelection(str, Enum):
         if self is DefaultSelection.ONE_MIDM1_LM4:
             return [1, n // 2 - 1, n - 4]
         return [3, n // 2 + 1, n - 2]  # THREE_MIDP1_LM2
-
-    @property
-    def registry_default(self) -> DefaultRule | None:
-        """The registry's ``DefaultRule`` for these elements read as boundaries, if any."""
-        if self is DefaultSelection.TWO_MID_LM3:
-            return DefaultRule.BOUNDARIES_2_MID_LM3
-        if self is DefaultSelection.THREE_MIDP1_LM2:
-            return DefaultRule.BOUNDARIES_3_MIDP1_LM2
-        return None
 
 
 def _malformed(kind: str, exc: Exception) -> ContractError:
@@ -472,31 +437,12 @@ class DrafterRegistry:
         loads, or the registry was not read)."""
         if self.name_map is None:
             return None
-        spec = self.speculators
-        kind = draft.get("speculators_model_type")
         archs = [a for a in draft.get("architectures") or () if isinstance(a, str)]
-        if kind is not None and spec is not None:
-            if kind not in spec.get("types", ()):
-                return (
-                    f"speculators_model_type {kind!r} is not a format it reads (it reads "
-                    f"{', '.join(spec.get('types', ())) or 'none'}; {spec.get('source', '')})"
-                )
-            if kind != "eagle3":
-                return None
-            layer = draft.get("transformer_layer_config")
-            model_type = (layer if isinstance(layer, Mapping) else {}).get(
-                "model_type", spec.get("default_model_type")
-            )
-            mapped = spec.get("fixed") or spec.get("eagle3", {}).get(model_type)
-            if mapped is None and not spec.get("eagle3"):
-                return None  # the updater's architecture was not read: no verdict
-            if mapped is None:
-                return (
-                    f"its speculators eagle3 reader maps transformer_layer_config.model_type "
-                    f"{', '.join(sorted(spec.get('eagle3', {})))} only, this drafter's is "
-                    f"{model_type!r}: ValueError at start-up ({spec.get('source', '')})"
-                )
-            archs = [mapped]
+        kind = draft.get("speculators_model_type")
+        if kind is not None and self.speculators is not None:
+            why, archs = self._speculators(kind, draft)
+            if why is not None:
+                return why
         if not archs:
             return None
         looked_up = [self.name_map.apply(a) for a in archs]
@@ -509,6 +455,34 @@ class DrafterRegistry:
             f"registers{fallback}; it registers {', '.join(sorted(self.registered)) or 'none'} "
             f"({self.source})"
         )
+
+    def _speculators(self, kind: object, draft: Mapping[str, Any]) -> tuple[str | None, list[str]]:
+        """A speculators-format drafter: why the release refuses it, else the architecture its
+        eagle3 reader maps it to (``[]``: no verdict, the format loads or was not read)."""
+        spec = self.speculators or {}
+        source = spec.get("source", "")
+        if kind not in spec.get("types", ()):
+            return (
+                f"speculators_model_type {kind!r} is not a format it reads (it reads "
+                f"{', '.join(spec.get('types', ())) or 'none'}; {source})"
+            ), []
+        if kind != "eagle3":
+            return None, []
+        layer = draft.get("transformer_layer_config")
+        model_type = (layer if isinstance(layer, Mapping) else {}).get(
+            "model_type", spec.get("default_model_type")
+        )
+        eagle3 = spec.get("eagle3") or {}
+        mapped = spec.get("fixed") or eagle3.get(model_type)
+        if mapped is not None:
+            return None, [mapped]
+        if not eagle3:
+            return None, []  # the updater's architecture was not read: no verdict
+        return (
+            f"its speculators eagle3 reader maps transformer_layer_config.model_type "
+            f"{', '.join(sorted(eagle3))} only, this drafter's is {model_type!r}: ValueError at "
+            f"start-up ({source})"
+        ), []
 
 
 # -- a release ----------------------------------------------------------------------------------
@@ -1011,93 +985,3 @@ def _main_key(classes: Mapping[str, EntryClass], file: str) -> str | None:
     keys = [k for k in classes if k.split(":", 1)[0] == file]
     causal = [k for k in keys if k.endswith("ForCausalLM")]
     return sorted(causal or keys)[0] if keys else None
-
-
-# -- building the Convention ------------------------------------------------------------------
-
-
-def release_convention(
-    framework: str,
-    version: str,
-    *,
-    model_type: str | None = None,
-    architectures: Sequence[str] = (),
-) -> Convention:
-    """The ``Convention`` of ``framework==version`` for the target's model file.
-
-    Raises ``ContractError`` for an unknown release, an unknown model file, or a model file
-    whose probed code needed reading (listing what was not understood).
-    """
-    framework = framework.strip().lower()
-    table = load_table(framework, version.strip())
-    key = model_file_for(table, model_type=model_type, architectures=tuple(architectures))
-    return convention_from_table(table, key)
-
-
-def convention_from_table(table: ReleaseTable, key: str) -> Convention:
-    """Turn one probed entry class of a release table into a ``Convention``."""
-    release = table.release
-    entry = table.classes[key]
-    where = f"{release} {entry.file} ({entry.class_name})"
-    selection = entry.selection
-    placement = entry.placement
-    problems = list(entry.needs_reading)
-    if selection.rule is None:
-        problems.append(f"selection rule {selection.rule_name!r} has no registry equivalent")
-    if placement is None or not placement.boundary_exact:
-        problems.append(f"placement not boundary-exact: {entry.placement_problem}")
-    default = selection.default.registry_default if selection.default else None
-    if default is None:
-        problems.append(f"no-ids default {selection.default_name!r} has no registry equivalent")
-    if not table.precedence:
-        problems.append("the draft-config reader needed reading (no evaluated precedence)")
-    if problems or selection.rule is None or placement is None or default is None:
-        raise ContractError(
-            f"{where}: the probed code cannot back a convention: " + "; ".join(problems),
-            field="convention",
-        )
-    meaning, offset_rule = selection.rule.registry_rule
-    embedding = placement.embedding
-    notes = [
-        f"Probed from the released wheel {table.wheel or release}: " + " -> ".join(entry.chain),
-        f"Ids read from {' then '.join(table.precedence)} ({table.precedence_from}).",
-        f"Placement: {placement.file} {placement.forward}: "
-        + "; ".join(
-            f"{s.where} tests {s.index} and stores {s.value} (line {s.line})"
-            for s in placement.sites
-        ),
-    ]
-    if selection.raises_on:
-        notes.append(f"The selection raises for grid cases {list(selection.raises_on)}.")
-    if selection.inner_raises_on:
-        notes.append(f"The inner model's setter raises for {list(selection.inner_raises_on)}.")
-    fields: dict[str, Any] = {
-        "name": f"{release}:{entry.file}",
-        "system": f"{table.framework.label} {table.version}, {entry.file} ({entry.class_name})",
-        "role": Role.ENGINE,
-        "meaning": meaning,
-        "offset_rule": offset_rule,
-        "id_paths": table.precedence,
-        "default": default,
-        "concat_order": "ascending",
-        "dedup": selection.rule.dedup,
-        "embedding_reachable": embedding == "captured",
-        "last_output_reachable": placement.last_output,
-        "pipeline_parallel": (
-            PipelineParallel.LAST_STAGE_ONLY
-            if selection.last_rank_only
-            else PipelineParallel.DEPENDS
-        ),
-        "notes": tuple(notes),
-        "sources": (
-            f"{release} wheel {table.wheel or '?'} sha256 {(table.wheel_sha256 or '?')[:16]}",
-            f"{table.path} classes[{key!r}]",
-        ),
-        "release": release,
-        "captures_before_layer": any(
-            s.where in ("before layer", "into layer") for s in placement.sites
-        ),
-        "pp_split_rule": table.framework.value,
-        "embedding_caveat": "" if embedding == "captured" else embedding,
-    }
-    return Convention(**fields)

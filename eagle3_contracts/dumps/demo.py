@@ -121,7 +121,7 @@ def _run(
 ) -> DemoResult:
     from eagle3_contracts.capture.hooks import capture_hidden_states, reference_states
     from eagle3_contracts.capture.targets import target_from_model
-    from eagle3_contracts.conventions import Convention, get, to_canonical
+    from eagle3_contracts.conventions import get, to_canonical
     from eagle3_contracts.testing.hf_models import build_tiny_hf, tiny_hf_config
 
     step(f"building a random-init {NUM_LAYERS}-layer {ARCH} target (seed {seed})")
@@ -134,8 +134,8 @@ def _run(
     g = torch.Generator().manual_seed(seed)
     input_ids = torch.randint(0, config.vocab_size, (1, num_tokens), generator=g)
 
-    def named(name: str) -> Convention:  # what the name means for this target's model file
-        return get(name, model_type=target.model_type, architectures=target.architectures)
+    def named(name: str) -> str:  # what the name means for this target's model file
+        return get(name, model_type=target.model_type, architectures=target.architectures).system
 
     def serving(name: str, canonical: tuple[int, ...], ids: tuple[int, ...], conv: str) -> Path:
         captured = capture_hidden_states(model, input_ids, canonical).to(torch.bfloat16)
@@ -145,7 +145,7 @@ def _run(
             input_ids,
             layer_ids=ids,
             convention=conv,
-            system=f"serving: {named(conv).system}",
+            system=f"serving: {named(conv)}",
         )
 
     def diag(*paths: Path) -> DiagnoseReport:
@@ -247,7 +247,13 @@ def _run(
 
     # 6. sglang#25454: ids [2, 30, 58] read as loop indices
     step("6/6 diagnosing sglang#25454's serving capture")
-    early = to_canonical(TRAINED, named(AFTER_25454), NUM_LAYERS)
+    early = to_canonical(
+        TRAINED,
+        AFTER_25454,
+        NUM_LAYERS,
+        model_type=target.model_type,
+        architectures=target.architectures,
+    )
     late = serving("serving_sglang25454.safetensors", tuple(early), TRAINED, AFTER_25454)
     report = diag(train, late)
     steps.append(

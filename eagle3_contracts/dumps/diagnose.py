@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eagle3_contracts.contract import CaptureContract
-from eagle3_contracts.conventions import CANONICAL, needs_target, parse_convention
+from eagle3_contracts.conventions import CANONICAL, needs_target, parse_convention, release_ids
 from eagle3_contracts.differences import Difference, FindingKind, classify, say, text_table
 from eagle3_contracts.differences import ids_text as _ids
 from eagle3_contracts.errors import ContractError, DumpError
@@ -83,22 +83,28 @@ def resolve_claim(
 
     ``"canonical"`` ids are taken as they are, in the order given; registry conventions
     (``eagle3_contracts.conventions``) translate them and order them as the system
-    concatenates (ascending for engines, list order for list-gathering trainers).
+    concatenates (list order for list-gathering trainers); an engine or trainer release is
+    simulated reading a drafter that holds the ids (``conventions.predict``, as ``check``
+    answers it): what its target collects, ascending, or a ``ContractError`` naming the crash.
     """
     ids = tuple(ids)
-    if parse_convention(convention, field="convention") is None:
+    spec = parse_convention(convention, field="convention")
+    if spec is None:
         expected = tuple(
             check_layer_id(n, num_layers, field=f"layer_ids[{i}]") for i, n in enumerate(ids)
         )
-        order = "as_listed"
-    else:
-        from eagle3_contracts import conventions
+        return Claim(ids, convention, expected, "as_listed", basis)
+    from eagle3_contracts import conventions
 
-        conv = conventions.get(convention, model_type=model_type, architectures=architectures)
+    conv = conventions.get(convention, model_type=model_type, architectures=architectures)
+    if isinstance(conv, conventions.Convention):
         canonical = conv.to_canonical(ids, num_layers)
         order = conv.concat_order
         expected = tuple(sorted(canonical)) if order == "ascending" else canonical
-    return Claim(ids, convention, expected, order, basis)
+        return Claim(ids, convention, expected, order, basis)
+    feed = conv.feed(ids, num_layers)
+    release_ids.canonical_of(conv.spec, ids, feed, "layer_ids")  # a crash or an unfed id
+    return Claim(ids, convention, feed.canonical, "ascending", basis)
 
 
 def claim_from_contract(contract: CaptureContract, *, basis: str = "contract") -> Claim:
@@ -556,6 +562,7 @@ def _cause_and_fix(
     conv = conventions.get(
         own.convention, model_type=target.model_type, architectures=target.architectures
     )
+    assert isinstance(conv, conventions.Convention)  # a release's fix is _release_fix's
     try:
         native = conv.from_canonical(expected.expected, target.num_layers)
     except ContractError as exc:

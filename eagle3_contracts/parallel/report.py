@@ -3,7 +3,10 @@
 ``stages_report`` backs ``eagle3-contracts stages``: it resolves the partition (explicit, or
 the engine's default split, reported as such), converts native ids with a convention, and
 predicts what last-stage-only capture, stage-local indexing and aux states dropped at a stage
-boundary would do (``pipeline_risks``). When the convention says the engine captures only on
+boundary would do (``pipeline_risks``). An engine or trainer name is answered as ``check``
+answers it (``config.plan.resolve`` on the partition, ``conventions.predict`` underneath) and
+compared with the training (the drafter's claim, else what the ids feed without pipeline
+parallelism): its findings, and the one proven fix or why no id list fixes it, with the remedy. When the convention says the engine captures only on
 the last stage, ids owned by earlier stages are lost for real: exit code 1. When no code read
 says whether the engine carries states captured on earlier stages (``DEPENDS``), those ids are
 unknown, never ok: exit code 1 too.
@@ -11,11 +14,23 @@ unknown, never ok: exit code 1 too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle3_contracts.conventions import CANONICAL, Convention, parse_convention
+from eagle3_contracts.config.plan import CapturePlan, Finding, compare, resolve
+from eagle3_contracts.config.readers import DraftConfig, TargetConfig, read_target_config
+from eagle3_contracts.conventions import (
+    CANONICAL,
+    Convention,
+    EngineSpec,
+    PipelineParallel,
+    TrainerSpec,
+    parse_convention,
+    releases,
+)
+from eagle3_contracts.conventions.predict import fixed_feed
+from eagle3_contracts.conventions.release_ids import engine_of, probe_drafter
 from eagle3_contracts.differences import text_table
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.layer_ids import EMBEDDING, check_num_layers, describe
@@ -44,15 +59,21 @@ class StagesReport:
     unread: tuple[int, ...] = ()
     behaviour_notes: tuple[str, ...] = ()  # the convention's notes on pipeline parallelism
     conv: Convention | None = field(default=None, repr=False, compare=False)  # as resolved
+    # an engine or trainer name: check's findings against the training (empty: it feeds them)
+    findings: tuple[Finding, ...] = ()
+    trained: str = ""  # what the findings compare with ("" for a fixed convention)
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.lost or self.unread else 0
+        return 1 if self.lost or self.unread or self.findings else 0
 
     def rows(self) -> list[dict[str, Any]]:
         p = self.partition
         out = []
-        for native, n in zip(self.native_ids, self.layer_ids, strict=True):
+        # a release that drops or repeats ids feeds fewer layers than the ids: no id is paired
+        paired = len(self.native_ids) == len(self.layer_ids)
+        natives = self.native_ids if paired else (None,) * len(self.layer_ids)
+        for native, n in zip(natives, self.layer_ids, strict=True):
             stage = p.stage_of(n)
             span = p.stage_range(stage)
             out.append(
@@ -81,6 +102,8 @@ class StagesReport:
             "pipeline_notes": list(self.behaviour_notes),
             "lost": list(self.lost),
             "unknown": list(self.unread),
+            "trained": self.trained or None,
+            "findings": [f.to_dict() for f in self.findings],
             "exit_code": self.exit_code,
         }
 
@@ -133,29 +156,50 @@ class StagesReport:
             f"stage-local indexing (vllm#36151) would lose: {ids(r.stage_local_lost)}"
             + (f"; and {wrong}" if wrong else "")
         )
-        if self.behaviour is not None:
-            lines.append("")
-            lines.append(f"{self.convention}: {self.behaviour}")
-            lines += [f"  note: {note}" for note in self.behaviour_notes]
-            if self.lost:
-                lines.append(
-                    f"MISMATCH: {self.convention} never feeds {ids(self.lost)} to the drafter on this "
-                    f"partition (exit 1); what you can change: {self._remedies()}"
-                )
-            elif self.unread:
-                lines.append(
-                    f"UNKNOWN: no code read says whether {self.convention} carries "
-                    f"{ids(self.unread)} (captured on earlier stages) to the drafter's stage "
-                    f"(exit 1); what you can change: serve without pipeline parallelism, or a "
-                    f"release whose pipeline behaviour is read"
-                )
-            elif r.last_stage_only_lost and self.behaviour == _last_stage_only():
-                # captured entering the next layer, which runs on the last stage
-                lines.append(
-                    f"OK: {self.convention} takes layer N as layer N + 1 starts, so these are "
-                    f"still captured on the last stage: {ids(r.last_stage_only_lost)}"
-                )
+        if self.trained:
+            lines += ["", *self._verdict()]
+        elif self.behaviour is not None:
+            lines += ["", *self._fixed_verdict(ids)]
         return "\n".join(lines)
+
+    def _verdict(self) -> list[str]:
+        """An engine or trainer name: check's findings and the one proven fix (or why no id
+        list fixes it, and the remedy); never the ids already there."""
+        lines = [f"{self.convention}: {self.behaviour}"]
+        lines += [f"  note: {note}" for note in self.behaviour_notes]
+        lines.append(f"trained: {self.trained}")
+        if not self.findings:
+            return [*lines, f"OK: {self.convention} feeds the drafter what it was trained on"]
+        for f in self.findings:  # "unknown: ...", "width differs: ..." name their kind
+            kind = f.kind.value
+            said = f.message.removeprefix(f"{kind}: ").removeprefix(f"{kind.replace('-', ' ')}: ")
+            lines.append(f"{kind.upper()}: {said}")
+        return [*lines, f"fix: {self.findings[0].fix} (exit 1)"]
+
+    def _fixed_verdict(self, ids: Callable[[Sequence[int]], str]) -> list[str]:
+        """A registry entry's pipeline behaviour on this partition."""
+        r = self.risks
+        lines = [f"{self.convention}: {self.behaviour}"]
+        lines += [f"  note: {note}" for note in self.behaviour_notes]
+        if self.lost:
+            lines.append(
+                f"MISMATCH: {self.convention} never feeds {ids(self.lost)} to the drafter on this "
+                f"partition (exit 1); what you can change: {self._remedies()}"
+            )
+        elif self.unread:
+            lines.append(
+                f"UNKNOWN: no code read says whether {self.convention} carries "
+                f"{ids(self.unread)} (captured on earlier stages) to the drafter's stage "
+                f"(exit 1); what you can change: serve without pipeline parallelism, or a "
+                f"release whose pipeline behaviour is read"
+            )
+        elif r.last_stage_only_lost and self.behaviour == PipelineParallel.LAST_STAGE_ONLY.value:
+            # captured entering the next layer, which runs on the last stage
+            lines.append(
+                f"OK: {self.convention} takes layer N as layer N + 1 starts, so these are "
+                f"still captured on the last stage: {ids(r.last_stage_only_lost)}"
+            )
+        return lines
 
     def _remedies(self) -> str:
         """What a user can do about ids lost to last-stage-only capture: another split (when
@@ -177,12 +221,6 @@ class StagesReport:
         return "; ".join(options)
 
 
-def _last_stage_only() -> str:
-    from eagle3_contracts.conventions import PipelineParallel
-
-    return PipelineParallel.LAST_STAGE_ONLY.value
-
-
 def stages_report(
     ids: Sequence[int],
     num_layers: int,
@@ -193,53 +231,52 @@ def stages_report(
     convention: str | None = None,
     model_type: str | None = None,
     architectures: Sequence[str] = (),
+    target: TargetConfig | None = None,
+    draft: DraftConfig | None = None,
+    trained: CapturePlan | None = None,
 ) -> StagesReport:
     """Resolve the partition and convention, and report ownership and risks for ``ids``.
 
-    ``model_type``/``architectures`` (the target's) pick the model file whose rule an engine or
-    trainer name (``sglang==0.5.23``, ``specforge``) means; such a name is refused without them.
+    ``model_type``/``architectures`` (the target's, or ``target``'s config) pick the model file
+    an engine or trainer name (``sglang==0.5.23``, ``specforge``) is answered for; such a name
+    is refused without them. It is answered by ``config.plan.resolve`` for ``draft`` (else a
+    plain EAGLE-3 drafter holding ``ids``) on the partition, and compared with ``trained``
+    (the drafter's claim, ``config.claim.trained_claim``; else what the release feeds without
+    pipeline parallelism).
     """
     num_layers = check_num_layers(num_layers)
+    spec = None if convention is None else parse_convention(convention, field="convention")
+    if isinstance(spec, EngineSpec | TrainerSpec):  # needs the target: answered per release
+        return _release_report(
+            ids,
+            _Release(
+                spec,
+                target or _named_target(spec, num_layers, model_type, architectures),
+                draft,
+                trained,
+            ),
+            pp_size,
+            pp_partition,
+            pp_rule,
+        )
     conv = None
-    if convention is not None and parse_convention(convention, field="convention") is not None:
+    if spec is not None:
         from eagle3_contracts import conventions
 
-        conv = conventions.get(
-            convention, model_type=model_type, architectures=tuple(architectures)
-        )
+        got = conventions.get(spec.key)
+        assert isinstance(got, Convention)  # a fixed reading: the same for every target
+        conv = got
         layer_ids = tuple(conventions.to_canonical(list(ids), conv, num_layers))
     else:
         layer_ids = tuple(ids)
-    if not layer_ids:
-        raise ContractError("ids is empty: give the drafter's layer ids, e.g. 2,30,58", field="ids")
-    if pp_partition is not None:
-        if pp_rule is not None:
-            raise ContractError(
-                "--pp-rule chooses a default split; an explicit --pp-partition replaces it, "
-                "give one or the other",
-                field="pp_rule",
-            )
-        partition = LayerPartition.parse(pp_partition, num_layers=num_layers, pp_size=pp_size)
-        split_note = "explicit --pp-partition"
-    else:
-        if pp_size is None:
-            raise ContractError(
-                "give --pp-size (the engine's default split) or --pp-partition a,b,c",
-                field="pp_size",
-            )
-        if pp_rule is not None:
-            rule, why = pp_rule, "--pp-rule"
-        elif conv is not None:
-            rule, why = conv.pp_split_rule, f"{conv.name}'s default split"
-        else:
-            rule, why = "vllm", "default; --pp-rule or --pp-partition to change"
-        if rule not in SPLIT_RULES:
-            raise ContractError(
-                f"--pp-rule {rule!r} is not a known split rule; use one of {', '.join(SPLIT_RULES)}",
-                field="pp_rule",
-            )
-        partition = LayerPartition.even(num_layers, pp_size, rule=rule)
-        split_note = f"{rule} rule, {why}"
+    _nonempty(layer_ids)
+    partition, split_note = _partition(
+        num_layers,
+        pp_size,
+        pp_partition,
+        pp_rule,
+        (conv.pp_split_rule, f"{conv.name}'s default split") if conv is not None else None,
+    )
     risks = pipeline_risks(layer_ids, partition)
     behaviour: str | None = None
     lost: tuple[int, ...] = ()
@@ -265,11 +302,133 @@ def stages_report(
     )
 
 
+@dataclass(frozen=True)
+class _Release:
+    """An engine or trainer name, the target it is answered for, and the drafter's side."""
+
+    spec: EngineSpec | TrainerSpec  # parsed once, where stages_report took the name
+    target: TargetConfig
+    draft: DraftConfig | None
+    trained: CapturePlan | None
+
+
+def _named_target(
+    name: EngineSpec | TrainerSpec,
+    num_layers: int,
+    model_type: str | None,
+    architectures: Sequence[str],
+) -> TargetConfig:
+    """The target a name is answered for, from its model file alone; refused (field
+    ``target``) without one, as ``conventions.get`` refuses it. Its width is never read: the
+    probe drafter names none (``release_ids.probe_drafter``)."""
+    from eagle3_contracts import conventions
+
+    conventions.get(name, model_type=model_type, architectures=architectures)  # refusal
+    return read_target_config(
+        {
+            "model_type": model_type,
+            "architectures": list(architectures),
+            "num_hidden_layers": num_layers,
+            "hidden_size": 1,
+        },
+        source="--num-layers and the target's model file",
+    )
+
+
+def _release_report(
+    ids: Sequence[int],
+    release: _Release,
+    pp_size: int | None,
+    pp_partition: str | Sequence[int] | None,
+    pp_rule: str | None,
+) -> StagesReport:
+    """``stages`` for an engine or trainer name: check's simulation and comparison."""
+    from eagle3_contracts.config.readers import read_draft_config
+
+    target, n = release.target, release.target.num_layers
+    draft = release.draft or read_draft_config(probe_drafter(ids))
+    spec = release.spec
+    whole = resolve(draft, target, spec)  # what the ids feed without pipeline stages
+    framework = engine_of(spec).framework.value
+    partition, split_note = _partition(
+        n, pp_size, pp_partition, pp_rule, (framework, f"{whole.key}'s default split")
+    )
+    served = resolve(draft, target, spec, partition=partition)
+    trained = release.trained or CapturePlan(
+        system=f"the ids as {whole.key} reads them without pipeline parallelism",
+        num_layers=n,
+        hidden_size=target.hidden_size,
+        order="ascending",
+        feed=fixed_feed(whole.feed.canonical, native_ids=whole.native_ids),
+    )
+    fed = whole.feed.canonical
+    given = tuple(ids) or (whole.native_ids or ())
+    by_id = dict(zip(sorted(set(given)), fed, strict=False))
+    layer_ids = tuple(by_id[i] for i in given) if len(set(given)) == len(fed) else fed
+    last_only = releases.last_stage_only(whole.feed.release, whole.feed.entry_class)
+    behaviour = PipelineParallel.LAST_STAGE_ONLY if last_only else PipelineParallel.DEPENDS
+    lost, unread = partition.pipeline_fate(fed, behaviour, before_layer=framework != "vllm")
+    return StagesReport(
+        partition=partition,
+        split_note=split_note,
+        convention=whole.key,
+        native_ids=given,
+        layer_ids=layer_ids,
+        risks=pipeline_risks(layer_ids, partition),
+        behaviour=behaviour.value,
+        lost=lost,
+        unread=unread,
+        behaviour_notes=served.pp_notes,
+        findings=compare(trained, served),
+        trained=trained.describe(),
+    )
+
+
+def _nonempty(layer_ids: tuple[int, ...]) -> None:
+    if not layer_ids:
+        raise ContractError("ids is empty: give the drafter's layer ids, e.g. 2,30,58", field="ids")
+
+
+def _partition(
+    num_layers: int,
+    pp_size: int | None,
+    pp_partition: str | Sequence[int] | None,
+    pp_rule: str | None,
+    own: tuple[str, str] | None,
+) -> tuple[LayerPartition, str]:
+    """The partition (explicit, else a split rule's) and how it was chosen; ``own``: the
+    system's default split rule and how to say it."""
+    if pp_partition is not None:
+        if pp_rule is not None:
+            raise ContractError(
+                "--pp-rule chooses a default split; an explicit --pp-partition replaces it, "
+                "give one or the other",
+                field="pp_rule",
+            )
+        partition = LayerPartition.parse(pp_partition, num_layers=num_layers, pp_size=pp_size)
+        return partition, "explicit --pp-partition"
+    if pp_size is None:
+        raise ContractError(
+            "give --pp-size (the engine's default split) or --pp-partition a,b,c",
+            field="pp_size",
+        )
+    if pp_rule is not None:
+        rule, why = pp_rule, "--pp-rule"
+    elif own is not None:
+        rule, why = own
+    else:
+        rule, why = "vllm", "default; --pp-rule or --pp-partition to change"
+    if rule not in SPLIT_RULES:
+        raise ContractError(
+            f"--pp-rule {rule!r} is not a known split rule; use one of {', '.join(SPLIT_RULES)}",
+            field="pp_rule",
+        )
+    return LayerPartition.even(num_layers, pp_size, rule=rule), f"{rule} rule, {why}"
+
+
 def _pipeline_notes(conv: Convention | None) -> tuple[str, ...]:
     """The notes a "(see notes)" behaviour points at: the convention's notes on pipeline
     parallelism (every note when none names it)."""
-    from eagle3_contracts.conventions import PipelineParallel
-
     if conv is None or conv.pipeline_parallel is not PipelineParallel.DEPENDS:
         return ()
     about = tuple(n for n in conv.notes if "pipeline" in n.lower())

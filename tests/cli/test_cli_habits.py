@@ -112,8 +112,10 @@ def test_stages_prints_the_notes_it_points_at() -> None:
     done = run_entry("stages", "--target", target, *argv)
     lines = done.stdout.strip().splitlines()
     at = next(i for i, line in enumerate(lines) if line.endswith("(see notes)"))
-    notes, verdict = lines[at + 1 : -1], lines[-1]
+    trained = next(i for i, line in enumerate(lines) if line.startswith("trained: "))
+    notes = lines[at + 1 : trained]
     assert notes and all(line.startswith("  note: ") for line in notes)
+    verdict = next(line for line in lines[trained:] if not line.startswith(("trained", " ")))
     assert verdict.startswith("UNKNOWN: ") and done.returncode == 1  # unread: never ok
     data = json.loads(run_entry("stages", "--target", target, *argv, "--json").stdout)
     assert [f"  note: {n}" for n in data["pipeline_notes"]] == notes

@@ -132,7 +132,7 @@ def test_draft_without_stamp_says_the_dump_is_the_claim(world, capsys, tmp_path:
         capsys, "diagnose", "--dump", world["good"], "--target", world["model"], "--draft", bare
     )
     assert code == 0, out
-    assert "no stamp in" in out and "the dumps' own metadata is the claim" in out
+    assert "no training claim for" in out and "the dumps' own metadata is the claim" in out
 
 
 @pytest.mark.parametrize("case", BAD_DUMPS, ids=lambda c: c.name)

@@ -66,10 +66,14 @@ def test_sglang_convention_loses_ids_exit_1(capsys) -> None:
         "sglang",
     )
     assert code == 1
-    name = "sglang==0.5.23:deepseek_v2.py"  # the newest probed release, Kimi-K2.5's model file
+    name = "sglang==0.5.23 deepseek_v2.py"  # the newest probed release, Kimi-K2.5's model file
     assert f"ids ({name}): 3, 31, 59 = canonical 2, 30, 58" in out
     assert f"(sglang rule, {name}'s default split)" in out  # the engine's own split, reported
-    assert f"MISMATCH: {name} never feeds layer 2, layer 30 to the drafter" in out
+    assert "LAYER-MISSING: not fed: layer 2, layer 30" in out
+    # the ids are right: the fix is the partition, and the ids already there are never the fix
+    fix = next(line for line in out.splitlines() if line.startswith("fix: "))
+    assert fix.startswith(f"fix: no id list changes it: {name} already feeds canonical [2, 30, 58]")
+    assert "--pp-partition whose last stage starts at layer 3 or earlier" in out
 
 
 def test_a_model_file_name_without_a_target_is_refused_naming_target(capsys) -> None:
@@ -166,11 +170,9 @@ def test_sglang_capture_entering_the_next_layer_reaches_the_last_stage(
         ["stages", "--target", target, "--pp-size", "2", "--ids", "4", "--convention", "sglang"]
     )
     out = capsys.readouterr().out
-    assert code == 0 and "MISMATCH" not in out
-    assert (
-        "OK: sglang==0.5.23:deepseek_v2.py takes layer N as layer N + 1 starts, so these are still "
-        "captured on the last stage: layer 3" in out
-    )
+    assert code == 0 and "MISSING" not in out
+    assert "last-stage-only capture (sglang#39644) would lose: layer 3" in out  # another engine
+    assert "OK: sglang==0.5.23 deepseek_v2.py feeds the drafter what it was trained on" in out
     draft = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [4]}}
     # sglang is answered for the target's model file: deepseek_v2.py (ids[0] != 1: loop indices)
     target = {"num_hidden_layers": 8, "hidden_size": 16, "architectures": ["DeepseekV3ForCausalLM"]}
@@ -203,8 +205,11 @@ def test_unread_pipeline_behaviour_is_unknown_exit_1(capsys, name: str) -> None:
     code, out, _ = run_cli(capsys, *argv)
     assert code == 1
     unknown = next(line for line in out.splitlines() if line.startswith("UNKNOWN: "))
-    assert "carries layer" in unknown and "(captured on earlier stages)" in unknown
-    assert "MISMATCH" not in out and "OK:" not in out
+    # a release's wording is check's finding; a registry entry's names the layers
+    assert "carries states captured on earlier pipeline stages" in unknown or (
+        "carries layer" in unknown and "(captured on earlier stages)" in unknown
+    )
+    assert "MISSING" not in out and "OK:" not in out
     code, out, _ = run_cli(capsys, *argv, "--json")
     data = json.loads(out)
     assert code == 1 and data["exit_code"] == 1 and data["lost"] == []
@@ -235,3 +240,33 @@ def test_unread_behaviour_on_one_stage_is_not_unknown(capsys) -> None:
         "trtllm",
     )
     assert code == 0 and "UNKNOWN" not in out
+
+
+KIMI_DRAFT = str(Path(examples.__file__).parent / "kimi-k2.5" / "draft.json")
+
+
+def test_a_drafter_is_answered_as_check_answers_it_with_the_proven_fix(capsys) -> None:
+    """``--draft`` with its training claim: stages prints check's finding and fix, at one stage
+    and on a partition (where the fix adds the partition remedy)."""
+    argv = ("--target", KIMI_TARGET, "--draft", KIMI_DRAFT, "--trained-with", "specforge-hf")
+    code, out, _ = run_cli(capsys, *argv, "--pp-size", "1", "--convention", "sglang==0.5.23")
+    assert code == 1
+    assert "SHIFTED: " in out and "trained: specforge-hf: [layer 2, layer 30, layer 58]" in out
+    fix = " ".join(out.split("fix: ", 1)[1].split())
+    assert fix.startswith("set eagle_config.eagle_aux_hidden_state_layer_ids = [3, 31, 59]")
+    main(["check", "--example", "kimi-k2.5", "--serve-with", "sglang==0.5.23", "--json"])
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["findings"][0]["fix_native_ids"] == [3, 31, 59]  # check's own fix, the same
+    code, out, _ = run_cli(capsys, *argv, "--pp-size", "4", "--convention", "sglang==0.5.23")
+    fix = " ".join(out.split("fix: ", 1)[1].split())
+    assert code == 1 and "[3, 31, 59]" in fix and "--pp-partition whose last stage" in fix
+
+
+def test_draft_needs_a_release_convention_and_a_target(capsys) -> None:
+    for argv in (
+        ("--num-layers", "61", "--draft", KIMI_DRAFT, "--pp-size", "1", "--convention", "sglang"),
+        ("--target", KIMI_TARGET, "--draft", KIMI_DRAFT, "--pp-size", "1"),
+        ("--target", KIMI_TARGET, "--ids", "2,30,58", "--draft", KIMI_DRAFT, "--pp-size", "1"),
+    ):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1, (argv, err)

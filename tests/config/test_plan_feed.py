@@ -127,16 +127,12 @@ def test_a_target_given_as_a_dict_is_named_as_the_caller_says() -> None:
     assert read_target_config(sizes).source == "<dict>"
 
 
-def test_a_release_convention_object_drops_what_its_release_name_drops() -> None:
-    """resolve takes a Convention too: SGLang 0.5.23 deepseek_v2.py takes canonical 44 entering
-    layer 45, the last stage's first layer, so it is kept on this split; 1 and 29 are dropped,
-    exactly as the release name answers."""
+def test_a_release_name_drops_what_its_capture_stage_drops() -> None:
+    """SGLang 0.5.23 deepseek_v2.py takes canonical 44 entering layer 45, the last stage's first
+    layer, so it is kept on this split; 1 and 29 are dropped."""
     arch = ["DeepseekV3ForCausalLM"]
     target = {**KIMI, "model_type": "deepseek_v3", "architectures": arch}
     draft = {"eagle_config": {IDS_FIELD: [2, 30, 45]}}  # loop indices: canonical 1, 29, 44
     split = LayerPartition.even(61, 4, rule="sglang")  # 0-14 | 15-29 | 30-44 | 45-60
-    conv = conventions.get("sglang==0.5.23", model_type="deepseek_v3", architectures=arch)
-    by_object = resolve(draft, target, conv, partition=split)
     by_name = resolve(draft, target, "sglang==0.5.23", partition=split)
-    assert (by_object.layer_ids, by_object.pp_dropped) == ((44,), (1, 29))
     assert (by_name.layer_ids, by_name.pp_dropped) == ((44,), (1, 29))

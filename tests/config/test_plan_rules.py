@@ -3,9 +3,9 @@ default, drop, ignored list, refusal, dedup, re-sort and pipeline-parallel drop 
 naming the ids, layers or boundary concerned and the system (nothing is silently defaulted),
 and ``compare`` words each layer finding and fix with the layers and the setting to write.
 
-A ``Convention`` object (``conventions.get("sglang==0.5.23", architectures=[...])``) is
-resolved by its row; the
-name ``"sglang"`` would be answered per release (``test_plan_release.py``)."""
+A ``Convention`` object is resolved by its row; an engine name (``"sglang==0.5.12"``) is
+answered per release by ``conventions.predict`` (``test_plan_release.py``), and its fixes and
+pipeline drops are worded here too."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from eagle3_contracts import ContractError, compare, conventions, resolve
 from eagle3_contracts.config.plan import FindingKind as K
 from eagle3_contracts.config.readers import IDS_FIELD
+from eagle3_contracts.conventions.predict import fixed_feed
 from eagle3_contracts.parallel.partition import LayerPartition
 
 KIMI = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "kimi_k25"}
@@ -24,10 +25,12 @@ NESTED = f"eagle_config.{IDS_FIELD}"
 TRT = conventions.get("trtllm").system  # TensorRT-LLM (PyTorch backend)
 SF_HF = conventions.get("specforge-hf").system
 EAGLE = conventions.get("eagle-reference").system
-# release rows: +1 if ids[0] == 1, embedding reachable (deepseek_v2.py); +1 always (0.5.12)
-SGLANG = conventions.get("sglang==0.5.23", architectures=["DeepseekV3ForCausalLM"])
-LEGACY = conventions.get("sglang==0.5.12", architectures=["LlamaForCausalLM"])
-GPT_OSS = conventions.get("sglang==0.5.17", architectures=["GptOssForCausalLM"])
+# releases for Kimi-K2.5's model file, deepseek_v2.py: +1 if ids[0] == 1 (0.5.23); +1 always
+# (0.5.12), captured only on the last pipeline stage
+SGLANG = "sglang==0.5.23"
+LEGACY = "sglang==0.5.12"
+LEGACY_KEY = "sglang==0.5.12 deepseek_v2.py"
+GPT_OSS_TARGET = {"num_hidden_layers": 61, "hidden_size": 7168, "model_type": "gpt_oss"}
 TRT_SETTING_NOTE = (
     f"{TRT} takes ids from EagleDecodingConfig.eagle3_layers_to_capture, not the draft config: "
     f"assumed to be the config's {NESTED} = "
@@ -48,7 +51,10 @@ def depth(n: int) -> dict:
 
 # -- where ids come from ----------------------------------------------------------------------
 def test_a_hard_coded_system_says_what_it_uses_and_what_it_ignores() -> None:
-    assert SGLANG.configurable and not conventions.get("eagle-reference").configurable
+    assert (
+        conventions.get("trtllm").configurable
+        and not conventions.get("eagle-reference").configurable
+    )
     bare = resolve({}, KIMI, "eagle-reference")
     assert (bare.native_ids, bare.ids_source, bare.layer_ids) == (None, "hard-coded", (1, 29, 57))
     assert bare.notes == (
@@ -128,59 +134,6 @@ def test_a_refused_config_feeds_nothing_and_says_so() -> None:
 
 
 # -- what can never be captured -----------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("draft", "target", "system", "fed", "note"),
-    [
-        (  # b == L where the last output is unreachable
-            nested(2, 30, 61),
-            KIMI,
-            SGLANG,
-            (1, 29),
-            f"native id 61 (boundary 61) is never captured by {SGLANG.system}: canonical 60, the "
-            "last layer's output, which it cannot reach",
-        ),
-        (  # past L, listed before reachable ids: they are still captured
-            nested(2, 61, 30),
-            KIMI,
-            LEGACY,
-            (2, 30),
-            f"native id 61 (boundary 62) is never captured by {LEGACY.system}: outside its layer "
-            "loop",
-        ),
-        (
-            nested(-2, 2, 30),
-            KIMI,
-            LEGACY,
-            (2, 30),
-            f"native id -2 (boundary -1) is never captured by {LEGACY.system}: outside its layer "
-            "loop",
-        ),
-        (  # b == 0 where the embedding is unreachable, no caveat
-            nested(-1, 2, 30),
-            KIMI,
-            dataclasses.replace(LEGACY, embedding_caveat=""),
-            (2, 30),
-            f"native id -1 (boundary 0) is never captured by {LEGACY.system}: the embedding, which "
-            "it cannot reach",
-        ),
-        (  # ... and with the system's caveat
-            nested(-1, 2, 30),
-            KIMI,
-            LEGACY,
-            (2, 30),
-            f"native id -1 (boundary 0) is never captured by {LEGACY.system}: the embedding, "
-            f"which it cannot reach ({LEGACY.embedding_caveat})",
-        ),
-    ],
-)
-def test_an_id_never_captured_is_dropped_with_a_note(
-    draft: dict, target: dict, system: object, fed: tuple, note: str
-) -> None:
-    plan = resolve(draft, target, system)
-    assert plan.layer_ids == fed
-    assert plan.notes[-1] == note
-
-
 def test_a_default_boundary_the_system_cannot_reach_is_dropped_with_a_note() -> None:
     # boundaries (2, L//2, L-3) for L = 2: 2 is the last output, -1 no layer at all
     plan = resolve({}, depth(2), "eagle-reference")
@@ -222,18 +175,19 @@ def test_an_ascending_system_notes_a_re_sort_only_when_it_re_sorts() -> None:
 
 # -- offsets decided per list, post-norm ids, the embedding -------------------------------------
 @pytest.mark.parametrize(
-    ("draft", "system", "fed"),
+    ("draft", "target", "fed"),
     [
-        (nested(1, 29, 57), SGLANG, (1, 29, 57)),  # ids[0] == 1: +1
-        (nested(2, 30, 58), SGLANG, (1, 29, 57)),  # else loop indices
-        (nested(2, 30, 61), GPT_OSS, (1, 29, 60)),  # max == L: loop
-        (nested(2, 30, 58), GPT_OSS, (2, 30, 58)),  # else +1
+        (nested(1, 29, 57), KIMI, (1, 29, 57)),  # ids[0] == 1: +1
+        (nested(2, 30, 58), KIMI, (1, 29, 57)),  # else loop indices
+        (nested(2, 30, 61), GPT_OSS_TARGET, (1, 29, 60)),  # gpt_oss.py, max == L: loop
+        (nested(2, 30, 58), GPT_OSS_TARGET, (2, 30, 58)),  # else +1
     ],
 )
 def test_a_list_level_offset_rule_reads_the_whole_list(
-    draft: dict, system: object, fed: tuple
+    draft: dict, target: dict, fed: tuple
 ) -> None:
-    assert resolve(draft, KIMI, system).layer_ids == fed
+    release = SGLANG if target is KIMI else "sglang==0.5.17"
+    assert resolve(draft, target, release).layer_ids == fed
 
 
 def test_a_post_norm_id_is_fed_named_and_noted() -> None:
@@ -255,25 +209,15 @@ def test_describe_names_each_layer_in_concatenation_order() -> None:
     assert plan.describe() == "trtllm: [layer 2, layer 30, layer 60 (last, pre-norm)]"
 
 
-def test_an_unreachable_embedding_is_noted_with_the_release_caveat() -> None:
-    # sglang 0.5.13 deepseek_v2.py: ids[0] != 1 -> loop index 0 = embedding, + None raises
-    crashing = conventions.get("sglang==0.5.13", architectures=["DeepseekV3ForCausalLM"])
-    caveat = resolve(nested(0, 2, 30), KIMI, crashing)
-    assert caveat.layer_ids == (1, 29) and crashing.embedding_caveat
-    assert caveat.notes == (
-        f"native id 0 (boundary 0) is never captured by {crashing.system}: the embedding, which "
-        f"it cannot reach ({crashing.embedding_caveat})",
-    )
-    assert resolve(nested(1, 29, 57), KIMI, crashing).notes == ()  # no embedding: no note
-    fixed = resolve(nested(0, 2, 30), KIMI, SGLANG)  # 0.5.23 captures the embedding
-    assert (fixed.layer_ids, fixed.notes) == ((-1, 1, 29), ())
-    plain = resolve(top(0, 30, 58), KIMI, "speculators")  # the embedding, no caveat
+def test_the_embedding_is_read_as_boundary_0_without_a_caveat() -> None:
+    plain = resolve(top(0, 30, 58), KIMI, "speculators")
     assert (plain.layer_ids, plain.notes) == ((-1, 29, 57), ())
 
 
 def test_a_convention_object_is_kept_on_the_plan() -> None:
-    plan = resolve(nested(2, 30, 58), KIMI, SGLANG)
-    assert plan.convention is SGLANG and plan.system == SGLANG.name and plan.release is None
+    trtllm = conventions.get("trtllm")
+    plan = resolve(nested(2, 30, 58), KIMI, trtllm)
+    assert plan.convention is trtllm and plan.system == "trtllm" and plan.release is None
 
 
 # -- pipeline parallel --------------------------------------------------------------------------
@@ -281,9 +225,9 @@ def test_last_stage_only_drops_earlier_stages_with_a_note_at_pp_2() -> None:
     part = LayerPartition.even(61, 2, rule="sglang")  # 0-29 | 30-60
     plan = resolve(nested(2, 20, 58), KIMI, LEGACY, partition=part)
     assert (plan.layer_ids, plan.pp_dropped) == ((58,), (2, 20))
-    assert plan.notes == (
-        f"pipeline parallel ({part.describe()}): {LEGACY.system} captures only on the last "
-        "stage; layer 2, layer 20 are captured on earlier stages and dropped",
+    assert plan.notes[-1] == (
+        f"pipeline parallel ({part.describe()}): {LEGACY_KEY} captures only on the last "
+        "stage; layer 2, layer 20 are captured on earlier stages and dropped"
     )
 
 
@@ -382,10 +326,10 @@ def test_a_pipeline_drop_with_the_right_ids_names_the_partition_never_the_ids() 
     assert [f.kind for f in findings] == [K.LAYER_MISSING, K.WIDTH_DIFFERS]
     assert all(f.fix_native_ids is None for f in findings)  # [2, 30, 58] is already there
     assert findings[0].fix == (
-        f"no id list changes it: {LEGACY.system} already reads [2, 30, 58] at {NESTED}; keep "
-        f"every trained layer on the last pipeline stage, the only one {LEGACY.name} captures "
-        "on: serve without pipeline parallelism, or with a --pp-partition whose last stage "
-        "starts at layer 3 or earlier"
+        f"no id list changes it: {LEGACY_KEY} already feeds canonical [2, 30, 58] from {NESTED} "
+        f"= [2, 30, 58]; keep every trained layer on the last pipeline stage, the only one "
+        f"{LEGACY_KEY} captures on: serve without pipeline parallelism, or with a --pp-partition "
+        "whose last stage starts at layer 3 or earlier"
     )
 
 
@@ -395,25 +339,28 @@ def test_a_pipeline_drop_with_wrong_ids_gives_the_ids_and_the_partition() -> Non
     findings = compare(TRAINED, served)
     assert all(f.fix_native_ids == (2, 30, 58) for f in findings)
     assert findings[0].fix == (
-        f"set {NESTED} = [2, 30, 58], and keep every trained layer on the last pipeline stage, "
-        f"the only one {LEGACY.name} captures on: serve without pipeline parallelism, or with a "
-        "--pp-partition whose last stage starts at layer 3 or earlier"
+        f"set {NESTED} = [2, 30, 58]: {LEGACY_KEY} then feeds them, and keep every trained "
+        f"layer on the last pipeline stage, the only one {LEGACY_KEY} captures on: serve without "
+        "pipeline parallelism, or with a --pp-partition whose last stage starts at layer 3 or "
+        "earlier"
     )
 
 
 def test_a_drafter_trained_on_no_layer_has_no_fix() -> None:
-    trained = resolve(nested(61, 62, 63), KIMI, LEGACY)  # every id past the layer loop
+    # a plan feeding nothing (a release that reaches none of its ids crashes instead)
+    trained = dataclasses.replace(TRAINED, feed=fixed_feed(()))
     assert trained.layer_ids == () and not trained.refused
     findings = compare(trained, TRAINED)
     assert findings and all(f.fix_native_ids is None for f in findings)
     assert findings[0].fix == "no native ids can express it: the drafter was trained on no layer"
 
 
-def test_a_release_convention_object_is_fixed_with_its_own_rule() -> None:
-    release = conventions.get("sglang==0.5.23", model_type="kimi_k25")  # not a registry name
-    (finding,) = compare(TRAINED, resolve(nested(2, 30, 58), KIMI, release))
+def test_a_release_is_fixed_by_the_proven_search() -> None:
+    (finding,) = compare(TRAINED, resolve(nested(2, 30, 58), KIMI, SGLANG))
     assert (finding.kind, finding.shift, finding.fix_native_ids) == (K.SHIFTED, -1, (3, 31, 59))
-    assert finding.fix == f"set {NESTED} = [3, 31, 59]"
+    assert (
+        finding.fix == f"set {NESTED} = [3, 31, 59]: sglang==0.5.23 deepseek_v2.py then feeds them"
+    )
 
 
 def test_a_plan_without_its_convention_is_fixed_through_the_registry_entry() -> None:

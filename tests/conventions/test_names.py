@@ -30,6 +30,8 @@ from eagle3_contracts.conventions import (
     parse_system,
     releases,
 )
+from eagle3_contracts.conventions.release_ids import ReleaseReading
+from eagle3_contracts.differences import FindingKind
 from eagle3_contracts.dumps.diagnose import resolve_claim
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.parallel.report import stages_report
@@ -296,7 +298,9 @@ def _answers(name: str, ids: tuple[int, ...], arch: str, n: int) -> dict[str, ob
         out["diagnose"] = None
     try:
         report = stages_report(ids, n, pp_size=1, convention=name, architectures=[arch])
-        out["stages"] = tuple(sorted(report.layer_ids))
+        verdicts = {f.kind for f in report.findings}  # a crash is a finding, never layers
+        no_layers = verdicts & {FindingKind.CRASHES, FindingKind.UNSUPPORTED, FindingKind.UNKNOWN}
+        out["stages"] = None if no_layers else tuple(sorted(report.layer_ids))
     except ContractError:
         out["stages"] = None
     try:
@@ -380,8 +384,8 @@ def test_vllm_means_the_newest_release_everywhere() -> None:
     newest = releases.newest_release("vllm")
     assert newest == "0.33.0"
     got = conventions.get("vllm", architectures=["LlamaForCausalLM"])
-    assert got.release == f"vllm=={newest}"
-    assert "eagle_config.eagle_aux_hidden_state_layer_ids" in got.id_paths
+    assert isinstance(got, ReleaseReading)
+    assert got.feed([3, 17, 30], 32).release == f"vllm=={newest}"
     nested = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [3, 17, 30]}}
     assert resolve(nested, LLAMA, "vllm==0.33.0:v1").release == "vllm==0.33.0"
     assert resolve(nested, LLAMA, "vllm-nested").layer_ids == (2, 16, 29)

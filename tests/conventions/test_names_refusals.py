@@ -56,19 +56,20 @@ def test_a_trainer_without_a_target_is_refused_saying_which_release(name: str, n
 
 
 @pytest.mark.parametrize(
-    ("name", "said"),
-    [
-        ("specforge", "specforge = specforge==0.2.0 (unversioned: the newest probed release), "),
-        ("specforge==0.2.0", "specforge==0.2.0 = specforge==0.2.0, "),
-    ],
+    ("name", "unversioned"), [("specforge", True), ("specforge==0.2.0", False)]
 )
-def test_a_trainer_is_answered_from_the_model_type_alone(name: str, said: str) -> None:
-    """A target known by its model_type (no architectures) picks the model file too."""
-    convention = conventions.get(name, model_type="deepseek_v3")
-    assert convention.name == "sglang==0.5.14:deepseek_v2.py"
-    assert convention.notes[0] == (
-        f"{said}whose training features are what sglang==0.5.14 captures for this target"
+def test_a_trainer_is_answered_from_the_model_type_alone(name: str, unversioned: bool) -> None:
+    """A target known by its model_type (no architectures) picks the model file too: what
+    sglang==0.5.14's deepseek_v2.py captures for the ids (loop indices unless ids[0] == 1)."""
+    feed = conventions.get(name, model_type="deepseek_v3").feed([2, 30, 58], 61)
+    assert (feed.release, feed.model_file, feed.canonical) == (
+        "specforge==0.2.0",
+        "deepseek_v2.py",
+        (1, 29, 57),
     )
+    said = " ".join(feed.assumptions)
+    assert "what sglang==0.5.14 captures for deepseek_v2.py" in said
+    assert ("its newest release specforge==0.2.0" in said) is unversioned
 
 
 @pytest.mark.parametrize(

@@ -1,24 +1,12 @@
 """``conventions.releases`` at its edges: which model file a target's architectures or
-model_type pick, what each alias stands for, and how a probed table row becomes a
-``Convention`` (or why it cannot). The tables themselves: ``test_releases_table.py``.
+model_type pick, and what each alias stands for (answered by ``conventions.predict``). The tables themselves: ``test_releases_table.py``.
 """
 
 from __future__ import annotations
 
-import copy
-from typing import Any
-
 import pytest
 
 from eagle3_contracts import conventions
-from eagle3_contracts.conventions import (
-    Dedup,
-    DefaultRule,
-    Meaning,
-    OffsetRule,
-    PipelineParallel,
-    Role,
-)
 from eagle3_contracts.conventions import releases as R
 from eagle3_contracts.conventions.releases import ReleaseTable, load_table, read_json
 from eagle3_contracts.errors import ContractError
@@ -148,230 +136,28 @@ def test_the_known_architectures_are_listed_up_to_forty(count: int, more: bool) 
     assert str(err.value).endswith(f"Known architectures: {listed}; model files: a.py, b.py")
 
 
-# -- release conventions and aliases ---------------------------------------------------------------
+# -- engine names and aliases, answered by the simulation ------------------------------------------
 def test_a_release_name_is_read_however_it_is_cased_or_spaced() -> None:
-    convention = R.release_convention(" SGLang ", " 0.5.23 ", architectures=["LlamaForCausalLM"])
-    assert convention.name == "sglang==0.5.23:llama.py"
-    assert convention == R.release_convention(
-        "sglang", "0.5.23", architectures=("LlamaForCausalLM",)
-    )
-    assert convention.system == "SGLang 0.5.23, llama.py (LlamaForCausalLM)"
+    llama = {"architectures": ["LlamaForCausalLM"]}
+    spaced = conventions.to_canonical([2, 30, 58], " SGLang == 0.5.23 ", 61, **llama)
+    assert spaced == conventions.to_canonical([2, 30, 58], "sglang==0.5.23", 61, **llama)
+    assert spaced == (2, 30, 58)  # llama.py: +1 always
 
 
 @pytest.mark.parametrize(
-    ("name", "arch", "convention", "rule", "paths"),
+    ("name", "arch", "ids", "canonical"),
     [
-        ("sglang-legacy", "LlamaForCausalLM", "sglang==0.5.12:llama.py",
-         OffsetRule.PLUS_ONE_ALWAYS, (NESTED,)),
-        ("sglang", "DeepseekV3ForCausalLM", "sglang==0.5.23:deepseek_v2.py",
-         OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE, (NESTED,)),
-        ("sglang", "LlamaForCausalLM", "sglang==0.5.23:llama.py", OffsetRule.PLUS_ONE_ALWAYS,
-         (NESTED,)),
-        ("sglang-gpt-oss", "GptOssForCausalLM", "sglang==0.5.17:gpt_oss.py",
-         OffsetRule.LOOP_IF_MAX_IS_L, (NESTED,)),
-        ("vllm", "LlamaForCausalLM", "vllm==0.33.0:llama.py", OffsetRule.BOUNDARY,
-         ("eagle_aux_hidden_state_layer_ids", NESTED)),
-        ("vllm-nested", "LlamaForCausalLM", "vllm==0.33.0:llama.py", OffsetRule.BOUNDARY,
-         ("eagle_aux_hidden_state_layer_ids", NESTED)),
+        ("sglang-legacy", "LlamaForCausalLM", [2, 30, 58], (2, 30, 58)),
+        ("sglang", "DeepseekV3ForCausalLM", [2, 30, 58], (1, 29, 57)),
+        ("sglang", "LlamaForCausalLM", [2, 30, 58], (2, 30, 58)),
+        ("sglang-gpt-oss", "GptOssForCausalLM", [2, 30, 61], (1, 29, 60)),
+        ("vllm", "LlamaForCausalLM", [2, 30, 58], (1, 29, 57)),
+        ("vllm-nested", "LlamaForCausalLM", [2, 30, 58], (1, 29, 57)),
     ],
-)  # fmt: skip
+)
 def test_each_engine_name_is_its_release_for_the_targets_model_file(
-    name: str, arch: str, convention: str, rule: OffsetRule, paths: tuple[str, ...]
+    name: str, arch: str, ids: list[int], canonical: tuple[int, ...]
 ) -> None:
-    got = conventions.get(name, architectures=[arch])
-    assert (got.name, got.offset_rule, got.id_paths) == (convention, rule, paths)
-    framework, version = convention.split(":")[0].split("==")
-    assert got == R.release_convention(framework, version, architectures=[arch])
-
-
-# -- a table row as a Convention -------------------------------------------------------------------
-def test_a_release_row_becomes_the_convention_of_that_release() -> None:
-    c = R.convention_from_table(SG23, "deepseek_v2.py:DeepseekV3ForCausalLM")
-    wheel = "sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl"
-    assert (c.name, c.release) == ("sglang==0.5.23:deepseek_v2.py", "sglang==0.5.23")
-    assert c.system == "SGLang 0.5.23, deepseek_v2.py (DeepseekV3ForCausalLM)"
-    assert (c.role, c.meaning, c.offset_rule) == (
-        Role.ENGINE,
-        Meaning.CONDITIONAL,
-        OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE,
-    )
-    assert (c.id_paths, c.default, c.concat_order, c.dedup) == (
-        (NESTED,),
-        DefaultRule.BOUNDARIES_2_MID_LM3,
-        "ascending",
-        Dedup.MEMBERSHIP,
-    )
-    assert (c.embedding_reachable, c.last_output_reachable, c.embedding_caveat) == (True, False, "")
-    assert (c.pipeline_parallel, c.pp_split_rule, c.captures_before_layer) == (
-        PipelineParallel.LAST_STAGE_ONLY,
-        "sglang",
-        True,  # "into layer"
-    )
-    assert c.notes == (
-        f"Probed from the released wheel {wheel}: deepseek_v2.py:DeepseekV2ForCausalLM."
-        "set_eagle3_layers_to_capture (line 3458)",
-        f"Ids read from {NESTED} (sglang/srt/model_executor/model_runner_components/"
-        "spec_aux_hidden_state.py:_resolve_eagle_aux_hidden_state).",
-        "Placement: deepseek_v2.py DeepseekV2Model.forward: into layer tests i and stores "
-        "hidden+residual (hidden when residual is None) (line 3193)",
-    )
-    assert c.sources == (
-        f"sglang==0.5.23 wheel {wheel} sha256 00b3cd5b265ac76c",
-        "eagle3_contracts/conventions/data/sglang-0.5.23.json "
-        "classes['deepseek_v2.py:DeepseekV3ForCausalLM']",
-    )
-
-
-def test_a_vllm_row_names_both_paths_its_sorted_set_and_its_raising_grid_cases() -> None:
-    c = R.convention_from_table(VL33, "llama.py:LlamaForCausalLM")
-    assert c.system == "vLLM 0.33.0, llama.py (LlamaForCausalLM)"
-    assert (c.meaning, c.offset_rule, c.dedup) == (
-        Meaning.BOUNDARY,
-        OffsetRule.BOUNDARY,
-        Dedup.SORTED_SET,
-    )
-    assert c.id_paths == ("eagle_aux_hidden_state_layer_ids", NESTED)
-    assert (c.embedding_reachable, c.last_output_reachable) == (True, True)
-    assert (c.pipeline_parallel, c.pp_split_rule) == (PipelineParallel.DEPENDS, "vllm")
-    assert not c.captures_before_layer  # "before stack" and "after layer"
-    assert c.notes[1] == (
-        f"Ids read from eagle_aux_hidden_state_layer_ids then {NESTED} "
-        "(vllm/v1/worker/gpu_model_runner.py:GPUModelRunner._get_eagle3_aux_layers_from_config)."
-    )
-    assert c.notes[2] == (
-        "Placement: llama.py LlamaModel.forward: before stack tests start and stores "
-        "hidden+residual (hidden when residual is None) (line 429); after layer tests i+1 and "
-        "stores hidden+residual (hidden when residual is None) (line 439)"
-    )
-    assert c.notes[3:] == ("The selection raises for grid cases ['none'].",)
-
-
-def test_an_unreachable_embedding_is_a_caveat() -> None:
-    c = R.convention_from_table(SG5, "llama.py:LlamaForCausalLM")
-    assert (c.meaning, c.offset_rule) == (Meaning.OUTPUT, OffsetRule.PLUS_ONE_ALWAYS)
-    assert not c.embedding_reachable and not c.last_output_reachable
-    assert c.embedding_caveat == "raises: hidden_states + residual with residual None at layer 0"
-    assert c.captures_before_layer  # "before layer"
-    assert c.notes[2] == (
-        "Placement: llama.py LlamaModel.forward: before layer tests i and stores hidden+residual "
-        "(line 339)"
-    )
-
-
-def test_a_wrapper_row_is_named_by_the_file_whose_rule_applies() -> None:
-    key = "qwen3_moe.py:Qwen3MoeForCausalLM"  # delegates to qwen2_moe.py's model
-    c = R.convention_from_table(SG23, key)
-    assert c.name == "sglang==0.5.23:qwen3_moe.py"
-    assert c.notes[-1] == (
-        "The inner model's setter raises for ['first_is_1_max_is_L', 'max_is_L', 'none']."
-    )
-    assert c.sources[1] == f"eagle3_contracts/conventions/data/sglang-0.5.23.json classes[{key!r}]"
-    kimi = R.convention_from_table(SG23, "kimi_k25.py:KimiK25ForConditionalGeneration")
-    assert kimi.name == "sglang==0.5.23:deepseek_v2.py"
-    wheel = SG23.wheel
-    assert kimi.notes[0] == (
-        f"Probed from the released wheel {wheel}: kimi_k25.py:KimiK25ForConditionalGeneration."
-        "set_eagle3_layers_to_capture (line 928) -> deepseek_v2.py:DeepseekV2ForCausalLM."
-        "set_eagle3_layers_to_capture (line 3458)"
-    )
-    assert kimi.system == "SGLang 0.5.23, deepseek_v2.py (KimiK25ForConditionalGeneration)"
-
-
-def _edited(key: str, **selection: object) -> dict[str, Any]:
-    """sglang 0.5.23's table as JSON, with ``key``'s selection updated."""
-    out = copy.deepcopy(SG23_JSON)
-    out["classes"][key]["selection"].update(selection)
-    return out
-
-
-LLAMA_KEY = "llama.py:LlamaForCausalLM"
-
-
-@pytest.mark.parametrize(
-    ("rule", "meaning", "offset", "dedup"),
-    [
-        ("plus_one", Meaning.OUTPUT, OffsetRule.PLUS_ONE_ALWAYS, Dedup.MEMBERSHIP),
-        ("identity", Meaning.BOUNDARY, OffsetRule.BOUNDARY, Dedup.MEMBERSHIP),
-        ("sorted_set", Meaning.BOUNDARY, OffsetRule.BOUNDARY, Dedup.SORTED_SET),
-        ("plus_one_if_first_is_one", Meaning.CONDITIONAL, OffsetRule.PLUS_ONE_IF_FIRST_IS_ONE,
-         Dedup.MEMBERSHIP),
-        ("identity_if_max_is_L_else_plus_one", Meaning.CONDITIONAL, OffsetRule.LOOP_IF_MAX_IS_L,
-         Dedup.MEMBERSHIP),
-    ],
-)  # fmt: skip
-def test_each_probed_rule_maps_to_the_registry_vocabulary(
-    rule: str, meaning: Meaning, offset: OffsetRule, dedup: Dedup
-) -> None:
-    c = R.convention_from_table(ReleaseTable.from_json(_edited(LLAMA_KEY, rule=rule)), LLAMA_KEY)
-    assert (c.meaning, c.offset_rule, c.dedup) == (meaning, offset, dedup)
-
-
-def test_a_row_raising_on_grid_cases_and_at_the_last_rank_says_so() -> None:
-    table = _edited(
-        LLAMA_KEY, raises_on=["max_is_L"], inner_raises_on=["none"], last_rank_only=False
-    )
-    c = R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
-    assert c.notes[3:] == (
-        "The selection raises for grid cases ['max_is_L'].",
-        "The inner model's setter raises for ['none'].",
-    )
-    assert c.pipeline_parallel is PipelineParallel.DEPENDS
-
-
-def test_a_table_without_a_wheel_still_cites_the_release() -> None:
-    table = copy.deepcopy(SG23_JSON)
-    del table["wheel"]
-    del table["id_source"]["precedence_from"]
-    c = R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
-    assert c.system == "SGLang 0.5.23, llama.py (LlamaForCausalLM)"
-    assert (c.pp_split_rule, c.release) == ("sglang", "sglang==0.5.23")
-    assert c.notes[0].startswith("Probed from the released wheel sglang==0.5.23: llama.py:")
-    assert c.sources == (
-        "sglang==0.5.23 wheel ? sha256 ?",
-        f"eagle3_contracts/conventions/data/sglang-0.5.23.json classes[{LLAMA_KEY!r}]",
-    )
-    assert c.notes[1] == f"Ids read from {NESTED} ()."
-
-
-def test_a_row_the_registry_cannot_express_is_refused_with_every_reason() -> None:
-    table = _edited(LLAMA_KEY, rule="reversed", default="4,L//2,L-1")
-    table["classes"][LLAMA_KEY]["needs_reading"] = ["llama.py:10: call of 'f'"]
-    table["id_source"]["precedence"] = []
-    forward = table["classes"][LLAMA_KEY]["placement"]["forward"]
-    table["model_files"]["llama.py"]["placement"][forward]["boundary_minus_element"] = 1
-    with pytest.raises(ContractError) as err:
-        R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
-    assert err.value.field == "convention"
-    message = str(err.value)
-    assert message.startswith(
-        "sglang==0.5.23 llama.py (LlamaForCausalLM): the probed code cannot back a convention: "
-        "llama.py:10: call of 'f'; selection rule 'reversed' has no registry equivalent; "
-        "placement not boundary-exact: capture in llama.py LlamaModel.forward (lines 491): "
-        "boundary = element + 1; no-ids default '4,L//2,L-1' has no registry equivalent; "
-        "the draft-config reader needed reading (no evaluated precedence)"
-    )
-
-
-def test_an_ambiguous_placement_and_a_missing_default_are_named() -> None:
-    table = _edited(LLAMA_KEY, default=None)
-    table["classes"][LLAMA_KEY]["placement"] = {"ambiguous": "two decoder stacks"}
-    with pytest.raises(ContractError) as err:
-        R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
-    assert str(err.value) == (
-        "sglang==0.5.23 llama.py (LlamaForCausalLM): the probed code cannot back a convention: "
-        "placement not boundary-exact: two decoder stacks; no-ids default None has no registry "
-        "equivalent"
-    )
-    del table["classes"][LLAMA_KEY]["selection"]["default"]
-    with pytest.raises(ContractError, match=r"no-ids default None has no registry equivalent$"):
-        R.convention_from_table(ReleaseTable.from_json(table), LLAMA_KEY)
-        R.convention_from_table(table, LLAMA_KEY)
-
-
-def test_the_minimax_m3_default_is_boundaries_3_mid_plus_1_l_minus_2() -> None:
-    """sglang 0.5.23 minimax_m3_vl.py defaults to loop indices (3, L//2+1, L-2): a convention
-    backs it (explicit ids were refused for want of this default)."""
-    c = conventions.get("sglang==0.5.23", architectures=["MiniMaxM3SparseForConditionalGeneration"])
-    assert c.default is DefaultRule.BOUNDARIES_3_MIDP1_LM2
-    assert c.default.native(32) == c.default.boundaries(32) == (3, 17, 30)
-    assert c.describe_default(32) == "boundaries (3, L//2+1, L-2) = (3, 17, 30) for L = 32"
+    assert conventions.to_canonical(ids, name, 61, architectures=[arch]) == canonical
+    native = conventions.from_canonical(canonical, name, 61, architectures=[arch])
+    assert conventions.to_canonical(native, name, 61, architectures=[arch]) == canonical

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from eagle3_contracts.conventions import releases as RT
-from eagle3_contracts.conventions._entry import DefaultRule, Meaning, OffsetRule
 from eagle3_contracts.conventions.releases import newest_release
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.probe import selection
@@ -178,18 +177,17 @@ def test_each_selection_rule_maps_ids_to_elements(
 
 
 @pytest.mark.parametrize(
-    ("default", "n", "elements", "registry"),
+    ("default", "n", "elements"),
     [
-        (RT.DefaultSelection.TWO_MID_LM3, 61, [2, 30, 58], DefaultRule.BOUNDARIES_2_MID_LM3),
-        (RT.DefaultSelection.ONE_MIDM1_LM4, 32, [1, 15, 28], None),
-        (RT.DefaultSelection.THREE_MIDP1_LM2, 32, [3, 17, 30], DefaultRule.BOUNDARIES_3_MIDP1_LM2),
+        (RT.DefaultSelection.TWO_MID_LM3, 61, [2, 30, 58]),
+        (RT.DefaultSelection.ONE_MIDM1_LM4, 32, [1, 15, 28]),
+        (RT.DefaultSelection.THREE_MIDP1_LM2, 32, [3, 17, 30]),
     ],
 )
 def test_each_default_selection_names_its_elements(
-    default: RT.DefaultSelection, n: int, elements: list[int], registry: DefaultRule | None
+    default: RT.DefaultSelection, n: int, elements: list[int]
 ) -> None:
     assert default.elements(n) == elements
-    assert default.registry_default is registry
 
 
 def test_the_probe_classifies_with_the_models_vocabulary() -> None:
@@ -201,9 +199,7 @@ def test_the_probe_classifies_with_the_models_vocabulary() -> None:
         assert selection.DEFAULT_RULES[default.value](61) == default.elements(61)
 
 
-def test_rules_map_to_the_registry_vocabulary() -> None:
-    assert RT.SelectionRule.PLUS_ONE.registry_rule == (Meaning.OUTPUT, OffsetRule.PLUS_ONE_ALWAYS)
-    assert RT.SelectionRule.IDENTITY.registry_rule == (Meaning.BOUNDARY, OffsetRule.BOUNDARY)
+def test_frameworks_are_labelled() -> None:
     assert RT.Framework.VLLM.label == "vLLM" and RT.Framework.SGLANG.label == "SGLang"
 
 

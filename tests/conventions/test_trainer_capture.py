@@ -34,8 +34,9 @@ def test_specforge_reading_equals_predict_system(arch: str, ids: tuple[int, ...]
     trained = predict_system("specforge==0.2.0", draft, target)
     convention = conventions.get("specforge", architectures=[arch])
     assert convention.to_canonical(ids, num_layers) == trained.canonical
-    assert convention.system.startswith("specforge==0.2.0 via SGLang 0.5.14")
-    assert "newest probed release" in convention.notes[0]
+    feed = convention.feed(ids, num_layers)
+    assert (feed.release, feed.canonical) == ("specforge==0.2.0", trained.canonical)
+    assert "newest release specforge==0.2.0" in feed.assumptions[0]
 
 
 def test_kimi_trained_by_specforge_is_read_as_sglang_0_5_14_captures() -> None:

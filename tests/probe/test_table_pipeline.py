@@ -6,8 +6,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from eagle3_contracts.conventions import OffsetRule
-from eagle3_contracts.conventions.releases import ReleaseTable, convention_from_table
+from eagle3_contracts.conventions.releases import ReleaseTable, SelectionRule
 from eagle3_contracts.probe import render
 from eagle3_contracts.probe.frameworks import SGLANG
 from eagle3_contracts.probe.tables import build_table, dumps
@@ -25,17 +24,17 @@ def _tree(tmp_path: Path, model: str = MODEL) -> Path:
     return tmp_path
 
 
-def test_fake_release_builds_a_table_that_backs_a_convention(tmp_path):
+def test_fake_release_builds_a_table_the_simulation_reads(tmp_path):
     table = build_table(SGLANG, "0.0.1", _tree(tmp_path))
     row = table["classes"]["llama.py:LlamaForCausalLM"]
     assert row["selection"]["rule"] == "plus_one"
     assert row["placement"] == {"file": "llama.py", "forward": "LlamaModel.forward"}
     assert table["architectures"] == {"LlamaForCausalLM": "llama.py:LlamaForCausalLM"}
     assert table["id_source"]["precedence"] == ["eagle_config.eagle_aux_hidden_state_layer_ids"]
-    convention = convention_from_table(ReleaseTable.from_json(table), "llama.py:LlamaForCausalLM")
-    assert convention.offset_rule is OffsetRule.PLUS_ONE_ALWAYS
-    assert convention.embedding_reachable is False  # hidden_states + None at loop index 0
-    assert convention.to_canonical([1, 15, 28], 32) == (1, 15, 28)
+    row = ReleaseTable.from_json(table).classes["llama.py:LlamaForCausalLM"]
+    assert row.selection.rule is SelectionRule.PLUS_ONE
+    assert row.placement is not None and row.placement.embedding_raises  # hidden_states + None
+    assert row.selection.rule.elements([1, 15, 28], 32) == [2, 16, 29]  # outputs 1, 15, 28
     assert json.loads(dumps(table)) == table
 
 
