@@ -10,13 +10,14 @@ Where ``to_canonical`` refuses a list, the loop must indeed fail to yield those 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 import torch
 
 from eagle3_contracts import conventions
 from eagle3_contracts.capture.hooks import reference_states
+from eagle3_contracts.conventions.release_ids import ReleaseReading
 from eagle3_contracts.errors import ContractError
 from eagle3_contracts.testing.synthetic import SyntheticConfig, SyntheticTarget, build_synthetic
 
@@ -196,9 +197,21 @@ ARCHITECTURE = {
 }
 
 
-def _convention(name: str) -> conventions.Convention:
+def _convention(name: str) -> conventions.Convention | ReleaseReading:
     arch = ARCHITECTURE.get(name)
     return conventions.get(name, architectures=[arch] if arch else [])
+
+
+def _concat_order(
+    convention: conventions.Convention | ReleaseReading,
+    native: Sequence[int],
+    canonical: Sequence[int],
+) -> list[int]:
+    """The canonical ids in the order the system concatenates them: a registry entry's stated
+    order, or, for an engine release, the order its simulation feeds (``conventions.predict``)."""
+    if isinstance(convention, ReleaseReading):
+        return list(convention.feed(native, NUM_LAYERS).canonical)
+    return list(canonical) if convention.concat_order == "as_listed" else sorted(canonical)
 
 
 def test_every_registry_convention_has_a_native_loop():
@@ -233,7 +246,7 @@ def test_to_canonical_names_the_states_the_native_loop_captures(name, models):
                 continue
             checked += 1
             assert got is not None, f"{name} accepts {native} but its loop fails on it"
-            order = canonical if convention.concat_order == "as_listed" else sorted(canonical)
+            order = _concat_order(convention, native, canonical)
             assert len(got) == len(order), (name, native, canonical)
             for position, (state, n) in enumerate(zip(got, order, strict=True)):
                 assert torch.equal(state, ref[n]), (
@@ -250,8 +263,12 @@ def test_from_canonical_round_trips_through_the_native_loop(name, models):
     model, ref = built[style], refs[style]
     convention = _convention(name)
     wanted = (2, 0, 1)  # reachable for every convention; unsorted to test the order
+    if isinstance(convention, ReleaseReading):  # an engine concatenates ascending: no id list
+        with pytest.raises(ContractError, match="ascending order"):  # feeds [2, 0, 1]
+            conventions.from_canonical(wanted, convention, NUM_LAYERS)
+        wanted = (0, 1, 2)
     native = conventions.from_canonical(wanted, convention, NUM_LAYERS)
     with torch.no_grad():
         got = loop(model, input_ids, native)
-    order = wanted if convention.concat_order == "as_listed" else sorted(wanted)
+    order = _concat_order(convention, native, wanted)
     assert [next(n for n, r in ref.items() if torch.equal(r, g)) for g in got] == list(order)

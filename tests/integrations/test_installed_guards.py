@@ -29,11 +29,11 @@ from eagle3_contracts.integrations._guard.verdict import WiringMismatch, proven_
 from eagle3_contracts.integrations.sglang import forward_hooks
 from eagle3_contracts.integrations.sglang import hooks as sg_hooks
 from eagle3_contracts.probe.installed import resolve
+from tests.integrations._hooks import LOGGER
 from tests.integrations.test_method_guards import _Config
 from tests.probe.test_installed import PATCH, RELEASED, VERSION, _install
 from tests.probe.test_installed import env as env  # the released wheel's table, a site folder
 
-LOGGER = "sglang.eagle3_contracts"
 L, H = 4, 8
 TARGET = {
     "architectures": ["LlamaForCausalLM"],

@@ -31,7 +31,8 @@ import torch
 from tests.engines.sglang import harness
 from tests.engines.sglang.test_forward_hooks import _stamped_draft
 from tests.engines.sglang.test_model_conformance import L
-from tests.integrations.sglang.test_guard_paths import LOGGER, _lines
+from tests.integrations._hooks import LOGGER
+from tests.integrations.sglang.test_guard_paths import _lines
 
 pytestmark = pytest.mark.engine
 
