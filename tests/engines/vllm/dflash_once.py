@@ -11,7 +11,7 @@ target states its fc takes, ``qwen3_dflash.py`` ``combine_hidden_states``). The 
 EAGLE-3 only, so the method is wrapped here, in the engine process (the engine core runs
 in-process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``). Each segment is identified against the HF
 forward of the target's weights. Writes the golden ``GOLDENS/dflash-qwen3-ids-<ids>.json`` and
-prints its ``observed``; or prints the engine's error (``ENGINE FAILED ...``, exit 3).
+prints its ``observed``, also when the engine fails with a crash class (``harness.crash_class``).
 """
 
 from __future__ import annotations
@@ -88,6 +88,27 @@ def record_fc_inputs(store: list[torch.Tensor]) -> None:
     cls.combine_hidden_states = recording
 
 
+def identify_prefill(store: list[torch.Tensor], target: Path) -> dict[str, Any]:
+    """The first prefill's fc input (rows = the prompt's tokens), identified against the HF
+    forward of the target's weights."""
+    from transformers import AutoModelForCausalLM
+
+    from eagle3_contracts.capture.identify import identify_segments
+
+    prefill = next((t for t in store if t.shape[0] == len(harness.PROMPT)), None)
+    if prefill is None:
+        raise AssertionError(f"no prefill call of the fc: {[tuple(t.shape) for t in store]}")
+    ref = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
+    found = identify_segments(prefill.unsqueeze(0), ref, torch.tensor([harness.PROMPT]))
+    return {
+        "kind": "segments",
+        "canonical": list(found.layer_ids),
+        "crash": None,
+        "error": None,
+        "fc_states": prefill.shape[-1] // harness.HIDDEN,
+    }
+
+
 def main(argv: list[str]) -> int:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     harness.env_ready()
@@ -99,30 +120,16 @@ def main(argv: list[str]) -> int:
     store: list[torch.Tensor] = []
     record_fc_inputs(store)
     spec = {"method": "dflash", "model": str(draft), "num_speculative_tokens": 2}
+    observed: dict[str, Any]
     try:
         harness.serve_prompt(str(target), spec)
-    except Exception as exc:
-        print(f"ENGINE FAILED {type(exc).__name__}: {' '.join(str(exc).split())[:500]}")
-        return 3
-    prefill = next((t for t in store if t.shape[0] == len(harness.PROMPT)), None)
-    if prefill is None:
-        print(
-            f"DFLASH {json.dumps({'error': f'no prefill call: {[tuple(t.shape) for t in store]}'})}"
-        )
-        return 3
-    from transformers import AutoModelForCausalLM
-
-    from eagle3_contracts.capture.identify import identify_segments
-
-    ref = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
-    found = identify_segments(prefill.unsqueeze(0), ref, torch.tensor([harness.PROMPT]))
-    observed = {
-        "kind": "segments",
-        "canonical": list(found.layer_ids),
-        "crash": None,
-        "error": None,
-        "fc_states": prefill.shape[-1] // harness.HIDDEN,
-    }
+    except Exception as exc:  # the engine's failure is the observation when it has a class
+        error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"
+        print(f"ENGINE FAILED {error}")
+        observed = {"kind": "crash", "canonical": None, "crash": harness.crash_class(exc)}
+        observed.update(error=error, fc_states=None)
+    else:
+        observed = identify_prefill(store, target)
     target_config = json.loads((target / "config.json").read_text())
     record = {
         "schema": "eagle3-contracts.engine-golden/1",

@@ -119,6 +119,8 @@ CRASH_PATTERNS: tuple[tuple[str, str], ...] = (
     # the fc gets fewer/more states than it was built for (llama_eagle3.py:396-418)
     ("is invalid for input of size", "fc-width-mismatch"),
     ("mat1 and mat2 shapes cannot be multiplied", "fc-width-mismatch"),
+    # DFlash checks the width itself (qwen3_dflash.py combine_hidden_states)
+    ("DFlash drafter expects", "fc-width-mismatch"),
     # boundary 0 in a loop that adds a residual that does not exist yet (deepseek_v2.py:1561)
     ("unsupported operand type(s) for +: 'Tensor' and 'NoneType'", "embedding-residual-none"),
     ("unsupported operand type(s) for +: 'NoneType'", "embedding-residual-none"),
