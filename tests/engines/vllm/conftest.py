@@ -16,7 +16,9 @@ import pytest
 
 from tests.engines.vllm import harness
 
-GOLDENS = Path(__file__).resolve().parents[3] / "goldens" / "engines" / "vllm-0.32.0"
+GOLDENS = (
+    Path(__file__).resolve().parents[3] / "goldens" / "engines" / f"vllm-{harness.VLLM_VERSION}"
+)
 RECORD_ENV = "EAGLE3_RECORD_ENGINE_GOLDENS"
 
 

@@ -20,9 +20,10 @@ import pytest
 from eagle3_contracts.acceptance.fixture import DRAFTER, TARGET
 from eagle3_contracts.acceptance.vllm_counters import serve_counters
 from eagle3_contracts.acceptance.wiring import describe
+from tests.engines.vllm import harness
 
 pytestmark = pytest.mark.engine
-SERVE = "vllm==0.32.0:v1"
+SERVE = harness.SERVE
 PROMPTS, NEW_TOKENS, K, SEED = 8, 64, 4, 0
 MARGIN = 0.02
 """Largest |vLLM - offline| accept rate (accepted / drafted tokens) allowed per wiring (twice

