@@ -574,13 +574,34 @@ def _counted_collector(func: ast.FunctionDef) -> int | None:
 
 
 def _resolved(site: Site, resolver: Resolver) -> Site:
-    if not site.value.startswith("read in "):
+    """A site whose stored value a helper decides, resolved by its reading: a capture handed
+    into a helper (``read in X``), or a value returned by a helper called on the boundary's
+    pair (``snapshot(hidden_states, residual)``, sglang 0.5.21 qwen2.py:421)."""
+    callee = _pair_helper(site.value)
+    if site.value.startswith("read in "):
+        callee = site.value.removeprefix("read in ").rsplit(".", 1)[-1]
+    if callee is None:
         return site
-    found = resolver(site.value.removeprefix("read in ").rsplit(".", 1)[-1])
+    found = resolver(callee)
     if found is None:
         return site
     value, evidence = found
     return replace(site, value=value, evidence=evidence)
+
+
+def _pair_helper(value: str) -> str | None:
+    """The name of ``helper(hidden_states, residual)`` when a stored value is such a call."""
+    try:
+        expr = ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return None
+    if (
+        isinstance(expr, ast.Call)
+        and not expr.keywords
+        and [ast.unparse(a) for a in expr.args] == ["hidden_states", "residual"]
+    ):
+        return ast.unparse(expr.func).rsplit(".", 1)[-1]
+    return None
 
 
 def _defines_capture_helper(func: ast.FunctionDef) -> bool:

@@ -2,7 +2,8 @@
 
 The placement reader sees that a model hands its capture callback into a helper
 (``self.layer_communicator.prepare_attn_and_capture_last_layer_outputs``, ``attn_boundary.prepare``,
-``residual_batch.final_norm``); *what* the helper stores is not in the model file. A person read
+``residual_batch.final_norm``), or stores what a helper returns (``snapshot(hidden_states,
+residual)``); *what* the helper stores is not in the model file. A person read
 each helper once; the reading holds the SHA-256 prefixes of the helper sources that were read. A
 release whose helper hashes to anything else gets "needs reading (helper changed)" in its table,
 so a changed helper shows up as a golden diff instead of being trusted silently.
@@ -54,8 +55,20 @@ READINGS: tuple[Reading, ...] = (
         file="sglang/srt/layers/layer_boundary/residual/batch.py",
         function="final_norm",
         value="hidden+residual",
-        read="capture gets the updated residual of the final add, before the final norm",
-        checked=("8459b23e46bc",),
+        read="capture gets the updated residual of the final add, before the final norm "
+        "(access.final_norm_pair). 0.5.22 (batch.py:59) refuses a capture only on a deferred "
+        "MoE handoff, which its callers complete first (gpt_oss.py:724 complete_output)",
+        checked=("8459b23e46bc", "b4f2e1d9f554"),
+    ),
+    Reading(
+        callee="snapshot",
+        file="sglang/srt/layers/layer_boundary/residual/access.py",
+        function="snapshot",
+        value="hidden+residual (hidden when residual is None)",
+        read="access.py:141: a copy of hidden_states + residual for a plain residual, of "
+        "hidden_states when residual is None (layer 0: the embedding), a ResidualStream's own "
+        "snapshot (stream.py:207, the pending plain update applied) otherwise",
+        checked=("032fbec053ca",),
     ),
 )
 

