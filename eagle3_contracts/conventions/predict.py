@@ -431,27 +431,7 @@ class _Context:
                 f"{self.release} {file}",
             )
         if isinstance(found, Feed):  # no EAGLE-3 setter was probed, but a DFlash one is there
-            self.model_file, self.entry = file, found.entry_class
-            if file != "nemotron_h.py":
-                return self._unknown(
-                    f"{file} has set_dflash_layers_to_capture but no EAGLE-3 capture the release "
-                    "tables could read: its forward's capture placement is not read",
-                    f"{self.release} {file}",
-                )
-            # every loop index 0..L is captured
-            self.assumptions.append(methods.NEMOTRON_H_FORWARD)
-            if read.crash:
-                return self._feed("crash", (), read.fc_states, read.crash, read.source, read=fed)
-            got = tuple(sorted({e - 1 for e in read.elements}))
-            kind: Kind = "segments" if len(got) == read.fc_states else "crash"
-            return self._feed(
-                kind,
-                got,
-                read.fc_states,
-                None if kind == "segments" else "fc-width-mismatch",
-                f"{read.source}; {methods.NEMOTRON_H_FORWARD}",
-                read=fed,
-            )
+            return self._block_dflash_only(found, file, read, fed)
         self.entry = found
         row = self.table.classes[found]
         self.model_file = row.file
@@ -466,6 +446,33 @@ class _Context:
         self.fc_states, self.fc_source = read.fc_states, rules.fc
         source = f"{self._class_source(row)}; {read.source}; {placement.describe()}"
         return self._collect(row, placement, list(read.elements), source, fed)
+
+    def _block_dflash_only(
+        self, found: Feed, file: str, read: methods.BlockRead, fed: _Read
+    ) -> Feed:
+        """A model file with ``set_dflash_layers_to_capture`` and no EAGLE-3 capture the
+        tables read: answered only for NemotronH, whose forward captures every loop index."""
+        self.model_file, self.entry = file, found.entry_class
+        if file != "nemotron_h.py":
+            return self._unknown(
+                f"{file} has set_dflash_layers_to_capture but no EAGLE-3 capture the release "
+                "tables could read: its forward's capture placement is not read",
+                f"{self.release} {file}",
+            )
+        # every loop index 0..L is captured
+        self.assumptions.append(methods.NEMOTRON_H_FORWARD)
+        if read.crash:
+            return self._feed("crash", (), read.fc_states, read.crash, read.source, read=fed)
+        got = tuple(sorted({e - 1 for e in read.elements}))
+        kind: Kind = "segments" if len(got) == read.fc_states else "crash"
+        return self._feed(
+            kind,
+            got,
+            read.fc_states,
+            None if kind == "segments" else "fc-width-mismatch",
+            f"{read.source}; {methods.NEMOTRON_H_FORWARD}",
+            read=fed,
+        )
 
     def _unloadable_drafter(self) -> Feed | None:
         """``crash`` (unloadable-drafter) when the release's own registry cannot build the
