@@ -52,19 +52,18 @@ SERVES = {"v1": SERVE, "v2": f"vllm=={VLLM_VERSION}:v2"}
 
 def open_plugin_gate() -> None:
     """Let the plugin attach to the installed release in this process when it is not one of
-    its checked releases (``settings.CHECKED_RELEASES``): the suite is how a release gets
-    checked. The plugin's hooks are by name (``_setup_eagle3_aux_hidden_state_outputs``,
+    its checked releases (``integrations._guard.settings.CHECKED_RELEASES``): the suite is how
+    a release gets checked. The plugin's hooks are by name (``_setup_eagle3_aux_hidden_state_outputs``,
     ``load_model``, ``combine_hidden_states``); where a release lacks one the plugin says so
     and no dump is written, which the case then records. Runs at import, so the forkserver
     (which imports this module) and ``serve_once`` processes carry it into every engine."""
     if VLLM_VERSION == "not-installed":
         return
-    from eagle3_contracts.integrations.vllm import engine, settings
+    from eagle3_contracts.integrations._guard import settings
 
-    if VLLM_VERSION not in settings.CHECKED_RELEASES:
-        widened = (*settings.CHECKED_RELEASES, VLLM_VERSION)
-        settings.CHECKED_RELEASES = widened
-        engine.CHECKED_RELEASES = widened
+    checked = settings.CHECKED_RELEASES["vllm"]
+    if VLLM_VERSION not in checked:  # the dict both guards read (settings.unchecked)
+        settings.CHECKED_RELEASES["vllm"] = (*checked, VLLM_VERSION)
 
 
 open_plugin_gate()
